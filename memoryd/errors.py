@@ -1,0 +1,87 @@
+"""One exception root for everything memoryd raises on purpose.
+
+Third-party errors (apsw, httpx, OS errors) are translated into these where they enter memoryd;
+the edges (CLI, MCP tools, socket protocol) translate these into exit codes, tool errors and
+JSON-RPC errors. Anything else reaching an edge is a bug and is logged as one.
+
+    MemorydError
+    ├── ConfigError              invalid settings; names the key and the bad value
+    ├── SourceError              a memory file or transcript could not be read
+    ├── AccessDeniedError        a path outside the agent's memory roots, a symlink, not markdown
+    ├── NotFoundError            an unknown agent, a missing file
+    ├── StoreError               SQLite failed
+    │   ├── CorruptDatabaseError   the database file is damaged (it is moved aside and rebuilt)
+    │   └── ReadonlyDatabaseError  the database cannot be written (readonly recovery applies)
+    ├── EmbeddingError           an embedding provider failed
+    │   ├── EmbeddingAuthError     bad or missing API key: never retried
+    │   ├── EmbeddingQuotaError    the account's quota is used up: never retried
+    │   └── EmbeddingRateLimitError  429 / overload: retried with backoff (retry_after in seconds)
+    ├── DaemonError              the daemon could not be reached or started
+    └── ProtocolError            a malformed request from a client
+"""
+
+from __future__ import annotations
+
+
+class MemorydError(Exception):
+    """Root of every error memoryd raises on purpose."""
+
+
+class ConfigError(MemorydError):
+    """Invalid configuration; the message names the key and the bad value."""
+
+    def __init__(self, key: str, message: str) -> None:
+        super().__init__(f"config {key}: {message}")
+        self.key = key
+
+
+class SourceError(MemorydError):
+    """A memory file or session transcript could not be read."""
+
+
+class AccessDeniedError(MemorydError):
+    """A path the caller may not read: outside the roots, a symlink, or not a memory file."""
+
+
+class NotFoundError(MemorydError):
+    """Something named by the caller does not exist (an agent, a file)."""
+
+
+class StoreError(MemorydError):
+    """SQLite failed."""
+
+
+class CorruptDatabaseError(StoreError):
+    """The database file is damaged."""
+
+
+class ReadonlyDatabaseError(StoreError):
+    """The database cannot be written."""
+
+
+class EmbeddingError(MemorydError):
+    """An embedding provider failed."""
+
+
+class EmbeddingAuthError(EmbeddingError):
+    """The provider rejected the credentials (401/403); retrying cannot help."""
+
+
+class EmbeddingQuotaError(EmbeddingError):
+    """The account's quota is exhausted (e.g. insufficient_quota); retrying cannot help."""
+
+
+class EmbeddingRateLimitError(EmbeddingError):
+    """Rate limited or overloaded; worth retrying after `retry_after` seconds when given."""
+
+    def __init__(self, message: str, retry_after: float | None = None) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
+class DaemonError(MemorydError):
+    """The daemon could not be reached or started."""
+
+
+class ProtocolError(MemorydError):
+    """A client sent a malformed request."""
