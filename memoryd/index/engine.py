@@ -1,0 +1,679 @@
+"""One agent's index: sync, search, read, status (spec §3.7–3.13, §4.1–4.2).
+
+The engine is the unit the daemon's actor drives and the CLI uses in-process. Its methods are
+async; everything blocking (file I/O, chunking, SQLite) runs in worker threads, and writes go
+through one writer connection, serialised by `_sync_lock`. Searches use pooled read connections
+and never wait for a sync.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import hashlib
+import os
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+
+import anyio
+import anyio.to_thread
+import orjson
+import structlog
+
+from memoryd.config import AgentConfig
+from memoryd.embeddings.base import NO_PROVIDER, EmbeddingProvider, Fingerprint, Vectors
+from memoryd.errors import CorruptDatabaseError, MemorydError, ReadonlyDatabaseError, StoreError
+from memoryd.faults import crash_point
+from memoryd.index.embedding import embed_prepared
+from memoryd.index.sync import Prepared, SyncCounts, prepare_many, write_prepared
+from memoryd.search.pipeline import SearchResult, keyword_only, to_results
+from memoryd.sources.discovery import SourceFile, list_memory_files, list_session_files
+from memoryd.sources.readfile import FileSlice, read_memory_file
+from memoryd.store import schema
+from memoryd.store.db import VecState, connect, move_aside, translated
+from memoryd.store.index import IndexMeta, IndexStore, now_ms
+from memoryd.store.lock import WriterLock
+from memoryd.store.readers import ReaderPool
+from memoryd.store.reindex import Rebuild, cleanup_leftovers
+
+log = structlog.get_logger(__name__)
+
+BATCH_FILES = 256
+INDEXED_AT_KEY = "indexed_at"
+LAST_SYNC_KEY = "last_sync"
+Corpus = str  # "memory" | "sessions" | "all"
+
+
+@dataclass(frozen=True, slots=True)
+class Progress:
+    """Reported while a sync runs (the CLI draws a bar from it)."""
+
+    phase: str
+    files_done: int
+    files_total: int
+    chunks: int
+
+
+ProgressFn = Callable[[Progress], None]
+
+
+@dataclass(slots=True)
+class SyncReport:
+    reason: str
+    full: bool
+    counts: SyncCounts
+    duration_ms: int
+    at_ms: int
+    error: str | None = None
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "reason": self.reason,
+            "full": self.full,
+            "indexed": self.counts.indexed,
+            "unchanged": self.counts.unchanged,
+            "deleted": self.counts.deleted,
+            "chunks": self.counts.chunks,
+            "unreadable": list(self.counts.unreadable),
+            "durationMs": self.duration_ms,
+            "at": iso(self.at_ms),
+            "error": self.error,
+        }
+
+
+@dataclass(slots=True)
+class RecoveryStats:
+    attempts: int = 0
+    successes: int = 0
+    failures: int = 0
+    last_error: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class SearchResponse:
+    results: list[SearchResult]
+    mode: str
+    provider: str
+    model: str
+    fallback: dict[str, str] | None
+    freshness: dict[str, object]
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "results": [r.to_dict() for r in self.results],
+            "mode": self.mode,
+            "provider": self.provider,
+            "model": self.model,
+            "fallback": self.fallback,
+            "freshness": self.freshness,
+        }
+
+
+def iso(ms: int | None) -> str | None:
+    if not ms:
+        return None
+    return datetime.fromtimestamp(ms / 1000, tz=UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def corpus_sources(corpus: Corpus) -> tuple[str, ...]:
+    if corpus == "memory":
+        return ("memory",)
+    if corpus == "sessions":
+        return ("sessions",)
+    return ("memory", "sessions")
+
+
+@dataclass(slots=True)
+class _State:
+    dirty: bool = True
+    dirty_sessions: set[str] = field(default_factory=set)
+    pending: int = 0
+    indexed_at: int = 0
+    last_sync: SyncReport | None = None
+    readonly: RecoveryStats = field(default_factory=RecoveryStats)
+    corrupt_moved_to: str | None = None
+    last_sync_saved: str | None = None
+
+
+class IndexEngine:
+    """An agent's index. `open()` before use, `close()` after."""
+
+    def __init__(
+        self,
+        agent: AgentConfig,
+        provider: EmbeddingProvider | None = None,
+        *,
+        provider_unavailable_reason: str | None = None,
+        hold_writer_lock: bool = True,
+    ) -> None:
+        self.agent = agent
+        self.settings = agent.settings
+        self.provider = provider
+        self.provider_unavailable_reason = provider_unavailable_reason
+        self._lock = WriterLock(agent.db_path)
+        self._hold_lock = hold_writer_lock
+        self._store: IndexStore | None = None
+        vector = self.settings.store.vector
+        self._readers = ReaderPool(agent.db_path, vec_path=vector.extension_path, vec_enabled=vector.enabled)
+        self._sync_lock = anyio.Lock()
+        self.state = _State()
+
+    # ------------------------------------------------------------------ lifecycle
+
+    @property
+    def fingerprint(self) -> Fingerprint:
+        return self.provider.fingerprint if self.provider is not None else NO_PROVIDER
+
+    async def open(self) -> None:
+        await anyio.to_thread.run_sync(self._open_blocking)
+
+    def _open_blocking(self) -> None:
+        if self._hold_lock:
+            self._lock.acquire()
+        cleanup_leftovers(self.agent.db_path)
+        try:
+            self._store = self._connect_writer()
+        except CorruptDatabaseError as exc:
+            self._recover_corrupt(exc)
+        store = self._store_required()
+        meta = store.read_meta()
+        self.state.dirty = meta is None
+        if meta is not None:
+            self.state.indexed_at = meta.built_at
+            with contextlib.suppress(ValueError, TypeError):
+                self.state.indexed_at = max(self.state.indexed_at, int(store.get_value(INDEXED_AT_KEY) or 0))
+        self.state.last_sync_saved = store.get_value(LAST_SYNC_KEY)
+
+    def _connect_writer(self) -> IndexStore:
+        vector = self.settings.store.vector
+        conn, vec = connect(self.agent.db_path, vec_path=vector.extension_path, vec_enabled=vector.enabled)
+        try:
+            with translated(f"opening {self.agent.db_path}"):
+                schema.migrate(conn)
+                schema.ensure_fts(conn, self.settings.store.fts.tokenizer)
+                conn.execute("SELECT COUNT(*) FROM files").fetchone()
+        except StoreError:
+            conn.close()
+            raise
+        return IndexStore(conn, vec)
+
+    def _recover_corrupt(self, exc: Exception) -> None:
+        """Move a damaged database aside (never delete it) and start a fresh one; the next sync rebuilds."""
+        log.error("index database is corrupt", agent=self.agent.id, error=str(exc))
+        if self._store is not None:
+            with contextlib.suppress(Exception):
+                self._store.conn.close()
+            self._store = None
+        self._readers.close()
+        moved = move_aside(self.agent.db_path, f"corrupt-{int(time.time())}")
+        self.state.corrupt_moved_to = str(moved)
+        self._store = self._connect_writer()
+        self.state.dirty = True
+
+    def close(self) -> None:
+        self._readers.close()
+        if self._store is not None:
+            with contextlib.suppress(Exception):
+                self._store.conn.close()
+            self._store = None
+        self._lock.release()
+
+    def _store_required(self) -> IndexStore:
+        if self._store is None:
+            raise StoreError("the index is not open")
+        return self._store
+
+    @property
+    def vec_state(self) -> VecState:
+        return self._store_required().vec
+
+    # ------------------------------------------------------------------ desired state
+
+    def effective_sources(self) -> tuple[str, ...]:
+        configured = self.settings.sources
+        out = [s for s in ("memory", "sessions") if s in configured]
+        if "sessions" in out and not self.agent.sessions_dir.is_dir():
+            out.remove("sessions")
+        return tuple(out)
+
+    def scope_hash(self) -> str:
+        extras = sorted(p.as_posix() for p in self.agent.extra_paths)
+        data = {"extraPaths": extras, "multimodal": {"enabled": False, "modalities": [], "maxFileBytes": 0}}
+        return hashlib.sha256(orjson.dumps(data)).hexdigest()
+
+    def desired_meta(self, vector_dims: int | None) -> IndexMeta:
+        fp = self.fingerprint
+        return IndexMeta(
+            model=fp.model,
+            provider=fp.provider,
+            provider_key=fp.provider_key,
+            sources=self.effective_sources(),
+            scope_hash=self.scope_hash(),
+            chunk_tokens=self.settings.chunking.tokens,
+            chunk_overlap=self.settings.chunking.overlap,
+            fts_tokenizer=self.settings.store.fts.tokenizer,
+            vector_dims=vector_dims,
+            built_at=now_ms(),
+        )
+
+    def full_reindex_reasons(self, meta: IndexMeta | None) -> list[str]:
+        """Why the index must be rebuilt from scratch (spec §3.9); empty when a delta sync will do."""
+        if meta is None:
+            return ["no index metadata"]
+        want = self.desired_meta(None)
+        checks = [
+            (meta.model != want.model, f"model {meta.model} -> {want.model}"),
+            (meta.provider != want.provider, f"provider {meta.provider} -> {want.provider}"),
+            (meta.provider_key != want.provider_key, "provider settings changed"),
+            (
+                tuple(sorted(meta.sources)) != tuple(sorted(want.sources)),
+                f"sources {meta.sources} -> {want.sources}",
+            ),
+            (meta.scope_hash != want.scope_hash, "extra paths changed"),
+            (meta.chunk_tokens != want.chunk_tokens, "chunk size changed"),
+            (meta.chunk_overlap != want.chunk_overlap, "chunk overlap changed"),
+            (
+                meta.fts_tokenizer != want.fts_tokenizer,
+                f"tokenizer {meta.fts_tokenizer} -> {want.fts_tokenizer}",
+            ),
+            (
+                self.provider is not None and self.vec_state.available and meta.vector_dims is None,
+                "vectors missing",
+            ),
+        ]
+        return [why for changed, why in checks if changed]
+
+    # ------------------------------------------------------------------ sync
+
+    def mark_dirty(self, *, sessions: Sequence[str] = ()) -> None:
+        self.state.pending += 1
+        if sessions:
+            self.state.dirty_sessions.update(sessions)
+        else:
+            self.state.dirty = True
+
+    async def sync(
+        self,
+        reason: str,
+        *,
+        force: bool = False,
+        session_files: Sequence[Path] = (),
+        progress: ProgressFn | None = None,
+    ) -> SyncReport:
+        """Bring the index up to date with the sources; a full safe rebuild when required or forced."""
+        async with self._sync_lock:
+            started = time.monotonic()
+            pending_before = self.state.pending
+            full = False
+            try:
+                try:
+                    full, counts = await self._run_sync(reason, force, session_files, progress)
+                except ReadonlyDatabaseError as exc:
+                    full, counts = await self._readonly_recovery(exc, reason, force, session_files, progress)
+                except CorruptDatabaseError as exc:
+                    await anyio.to_thread.run_sync(self._recover_corrupt, exc)
+                    full, counts = await self._run_sync(reason, True, (), progress)
+            except MemorydError as exc:
+                report = SyncReport(reason, full, SyncCounts(), _elapsed_ms(started), now_ms(), error=str(exc))
+                self.state.last_sync = report
+                log.warning("sync failed", agent=self.agent.id, reason=reason, error=str(exc))
+                raise
+            stamp = now_ms()
+            report = SyncReport(reason, full, counts, _elapsed_ms(started), stamp)
+            self.state.last_sync = report
+            self.state.indexed_at = stamp
+            self.state.pending = max(0, self.state.pending - pending_before)
+            with contextlib.suppress(MemorydError):
+                await anyio.to_thread.run_sync(self._remember_sync, report)
+            log.info(
+                "sync done",
+                agent=self.agent.id,
+                reason=reason,
+                full=full,
+                indexed=counts.indexed,
+                deleted=counts.deleted,
+                chunks=counts.chunks,
+                ms=report.duration_ms,
+            )
+            return report
+
+    def _remember_sync(self, report: SyncReport) -> None:
+        """Persist when and how the index was last synced, so status in another process can tell."""
+        store = self._store_required()
+        saved = orjson.dumps(report.to_dict()).decode()
+        with store.transaction():
+            store.set_value(INDEXED_AT_KEY, str(report.at_ms))
+            store.set_value(LAST_SYNC_KEY, saved)
+        self.state.last_sync_saved = saved
+
+    async def _readonly_recovery(
+        self,
+        exc: ReadonlyDatabaseError,
+        reason: str,
+        force: bool,
+        session_files: Sequence[Path],
+        progress: ProgressFn | None,
+    ) -> tuple[bool, SyncCounts]:
+        """Spec §3.11: reopen the database once and retry the sync."""
+        rec = self.state.readonly
+        rec.attempts += 1
+        rec.last_error = str(exc)
+        log.warning("index is read-only; reopening and retrying once", agent=self.agent.id, error=str(exc))
+
+        def reopen() -> None:
+            if self._store is not None:
+                with contextlib.suppress(Exception):
+                    self._store.conn.close()
+            self._readers.close()
+            self._store = self._connect_writer()
+
+        try:
+            await anyio.to_thread.run_sync(reopen)
+            result = await self._run_sync(reason, force, session_files, progress)
+        except MemorydError:
+            rec.failures += 1
+            raise
+        rec.successes += 1
+        return result
+
+    async def _run_sync(
+        self, reason: str, force: bool, session_files: Sequence[Path], progress: ProgressFn | None
+    ) -> tuple[bool, SyncCounts]:
+        store = self._store_required()
+
+        def plan() -> tuple[list[SourceFile], list[str]]:
+            targeted = self._targeted(session_files)
+            reasons = ["forced"] if force and not targeted else self.full_reindex_reasons(store.read_meta())
+            return targeted, reasons
+
+        targeted, reasons = await anyio.to_thread.run_sync(plan)
+        if reasons:
+            log.info("full reindex", agent=self.agent.id, reason=reason, why=reasons)
+            return True, await self._full_reindex(progress)
+        if targeted:
+            counts = await self._index(store, targeted, prune=(), full=False, progress=progress)
+            self.state.dirty_sessions.difference_update(f.path for f in targeted)
+            return False, counts
+        files = await anyio.to_thread.run_sync(self._discover)
+        counts = await self._index(store, files, prune=self.effective_sources(), full=False, progress=progress)
+        self.state.dirty = False
+        self.state.dirty_sessions.clear()
+        return False, counts
+
+    def _targeted(self, session_files: Sequence[Path]) -> list[SourceFile]:
+        if not session_files or "sessions" not in self.effective_sources():
+            return []
+        root = os.path.realpath(self.agent.sessions_dir)
+        wanted = {os.path.realpath(p) for p in session_files}
+        return [
+            f
+            for f in list_session_files(self.agent.sessions_dir)
+            if os.path.realpath(f.abs_path) in wanted and os.path.dirname(os.path.realpath(f.abs_path)) == root
+        ]
+
+    def _discover(self) -> list[SourceFile]:
+        sources = self.effective_sources()
+        files: list[SourceFile] = []
+        if "memory" in sources:
+            files.extend(list_memory_files(self.agent.workspace, self.agent.extra_paths))
+        if "sessions" in sources:
+            files.extend(list_session_files(self.agent.sessions_dir))
+        return files
+
+    async def _index(
+        self,
+        store: IndexStore,
+        files: Sequence[SourceFile],
+        *,
+        prune: Sequence[str],
+        full: bool,
+        progress: ProgressFn | None,
+    ) -> SyncCounts:
+        """Prepare, embed and write `files` in batches; then prune rows of vanished files in `prune` sources."""
+        states = {}
+        for source in ("memory", "sessions"):
+            for path, st in (await anyio.to_thread.run_sync(store.file_states, source)).items():
+                states[f"{source}\x00{path}"] = st
+        total = SyncCounts()
+        chunking = self.settings.chunking
+        model = self.fingerprint.model
+        for start in range(0, len(files), BATCH_FILES):
+            batch = files[start : start + BATCH_FILES]
+            batch_states = {
+                f.path: states[f"{f.source}\x00{f.path}"] for f in batch if f"{f.source}\x00{f.path}" in states
+            }
+            prepared = await anyio.to_thread.run_sync(
+                functools.partial(prepare_many, batch, batch_states, chunking, full=full)
+            )
+            vectors = await self._embed(store, prepared)
+            counts = await anyio.to_thread.run_sync(write_prepared, store, prepared, model, vectors)
+            total.add(counts)
+            crash_point("reindex:building" if full else "sync:after-batch")
+            if progress is not None:
+                progress(Progress("index", min(start + len(batch), len(files)), len(files), total.chunks))
+        if prune:
+            seen = {f"{f.source}\x00{f.path}" for f in files}
+            stale: dict[str, list[str]] = {}
+            for key in states:
+                source, path = key.split("\x00", 1)
+                if key not in seen:
+                    stale.setdefault(source, []).append(path)
+            for source in ("memory", "sessions"):
+                paths = stale.get(source, [])
+                if source in prune and paths:
+
+                    def delete(s: str = source, ps: list[str] = paths) -> int:
+                        with store.transaction():
+                            return store.delete_files(s, ps)
+
+                    total.deleted += await anyio.to_thread.run_sync(delete)
+        return total
+
+    async def _embed(self, store: IndexStore, prepared: Sequence[Prepared]) -> list[Vectors | None] | None:
+        """Vectors for each prepared file's chunks (None without a provider)."""
+        if self.provider is None:
+            return None
+        return await embed_prepared(self.provider, store, prepared, cache=self.settings.cache.enabled)
+
+    async def _full_reindex(self, progress: ProgressFn | None) -> SyncCounts:
+        """Spec §3.10: build everything into a temporary database, then swap it in atomically."""
+        rebuild = Rebuild(self.agent.db_path, self.settings)
+        try:
+            tmp_store = await anyio.to_thread.run_sync(rebuild.open)
+            files = await anyio.to_thread.run_sync(self._discover)
+            counts = await self._index(tmp_store, files, prune=(), full=True, progress=progress)
+            dims = await anyio.to_thread.run_sync(_vector_dims, tmp_store)
+            meta = self.desired_meta(dims)
+            await anyio.to_thread.run_sync(rebuild.finish, meta)
+            crash_point("reindex:before-swap")
+            await anyio.to_thread.run_sync(self._swap, rebuild)
+        except BaseException:
+            with anyio.CancelScope(shield=True):
+                await anyio.to_thread.run_sync(rebuild.abort)
+            raise
+        self.state.dirty = False
+        self.state.dirty_sessions.clear()
+        return counts
+
+    def _swap(self, rebuild: Rebuild) -> None:
+        with self._readers.paused():
+            if self._store is not None:
+                self._store.conn.close()
+                self._store = None
+            try:
+                rebuild.swap_in()
+                crash_point("reindex:after-swap")
+            finally:
+                self._store = self._connect_writer()
+
+    # ------------------------------------------------------------------ search and read
+
+    def freshness(self) -> dict[str, object]:
+        return {
+            "indexedAt": iso(self.state.indexed_at),
+            "pending": self.state.pending,
+            "dirty": self.state.dirty or bool(self.state.dirty_sessions),
+        }
+
+    async def is_empty(self) -> bool:
+        def check() -> bool:
+            with self._readers.reader() as (conn, _vec):
+                return conn.execute("SELECT 1 FROM chunks LIMIT 1").fetchone() is None
+
+        return await anyio.to_thread.run_sync(check)
+
+    async def search(
+        self,
+        query: str,
+        *,
+        max_results: int | None = None,
+        min_score: float | None = None,
+        corpus: Corpus = "all",
+    ) -> SearchResponse:
+        """Search without waiting for any sync (the caller decides whether to sync first)."""
+        q = query.strip()
+        limit = max_results if max_results is not None else self.settings.query.max_results
+        floor = min_score if min_score is not None else self.settings.query.min_score
+        sources = [s for s in corpus_sources(corpus) if s in self.settings.sources]
+        fp = self.fingerprint
+        results: list[SearchResult] = []
+        if q and sources and limit > 0:
+            workspace = self.agent.workspace
+
+            def mtime(path: str) -> int | None:
+                try:
+                    return os.stat(workspace / path).st_mtime_ns // 1_000_000
+                except OSError:
+                    return None
+
+            def run() -> list[SearchResult]:
+                with self._readers.reader() as (conn, _vec):
+                    cands = keyword_only(
+                        conn,
+                        q,
+                        self.settings,
+                        sources=sources,
+                        max_results=limit,
+                        min_score=floor,
+                        now_ms=now_ms(),
+                        mtime_lookup=mtime,
+                    )
+                return to_results(cands)
+
+            results = await anyio.to_thread.run_sync(run)
+        fallback = None
+        if self.provider is None and self.provider_unavailable_reason:
+            fallback = {"from": self.settings.provider, "reason": self.provider_unavailable_reason}
+        return SearchResponse(
+            results=results,
+            mode="keyword",
+            provider=fp.provider,
+            model=fp.model,
+            fallback=fallback,
+            freshness=self.freshness(),
+        )
+
+    def read_file(self, path: str, *, from_line: int | None = None, lines: int | None = None) -> FileSlice:
+        return read_memory_file(path, self.agent.workspace, self.agent.extra_paths, from_line=from_line, lines=lines)
+
+    # ------------------------------------------------------------------ status
+
+    def status(self) -> dict[str, object]:
+        """The builtin status fields of spec §4.2, plus freshness and recovery details."""
+        store = self._store_required()
+        counts = store.counts()
+        meta = store.read_meta()
+        vec = store.vec
+        fp = self.fingerprint
+        s = self.settings
+        last = self.state.last_sync
+        try:
+            db_size = sum(
+                Path(f"{self.agent.db_path}{ext}").stat().st_size
+                for ext in ("", "-wal")
+                if Path(f"{self.agent.db_path}{ext}").exists()
+            )
+        except OSError:
+            db_size = 0
+        rec = self.state.readonly
+        return {
+            "agent": self.agent.id,
+            "backend": "builtin",
+            "files": sum(c.files for c in counts),
+            "chunks": sum(c.chunks for c in counts),
+            "dirty": self.state.dirty or bool(self.state.dirty_sessions),
+            "workspaceDir": str(self.agent.workspace),
+            "sessionsDir": str(self.agent.sessions_dir),
+            "dbPath": str(self.agent.db_path),
+            "dbSizeBytes": db_size,
+            "provider": fp.provider,
+            "model": fp.model,
+            "requestedProvider": s.provider,
+            "sources": list(self.effective_sources()),
+            "extraPaths": [str(p) for p in self.agent.extra_paths],
+            "sourceCounts": [{"source": c.source, "files": c.files, "chunks": c.chunks} for c in counts],
+            "cache": {
+                "enabled": s.cache.enabled,
+                "entries": store.cache_count(),
+                "maxEntries": s.cache.max_entries or None,
+            },
+            "fts": {"enabled": True, "available": True, "error": None, "tokenizer": s.store.fts.tokenizer},
+            "vector": {
+                "enabled": s.store.vector.enabled,
+                "available": vec.available,
+                "extensionPath": vec.extension_path,
+                "loadError": vec.error,
+                "dims": meta.vector_dims if meta else None,
+            },
+            "fallback": (
+                {"from": s.provider, "reason": self.provider_unavailable_reason}
+                if self.provider is None and self.provider_unavailable_reason
+                else None
+            ),
+            "searchMode": "hybrid" if self.provider is not None else "fts-only",
+            "providerUnavailableReason": self.provider_unavailable_reason,
+            "readonlyRecovery": {
+                "attempts": rec.attempts,
+                "successes": rec.successes,
+                "failures": rec.failures,
+                "lastError": rec.last_error,
+            },
+            "corruptDatabaseMovedTo": self.state.corrupt_moved_to,
+            "malformedTranscriptLines": store.bad_lines(),
+            "indexedAt": iso(self.state.indexed_at),
+            "pending": self.state.pending,
+            "lastSync": last.to_dict() if last else _loads(self.state.last_sync_saved),
+            "meta": None
+            if meta is None
+            else {
+                "model": meta.model,
+                "provider": meta.provider,
+                "sources": list(meta.sources),
+                "chunkTokens": meta.chunk_tokens,
+                "chunkOverlap": meta.chunk_overlap,
+                "ftsTokenizer": meta.fts_tokenizer,
+                "builtAt": iso(meta.built_at),
+            },
+        }
+
+
+def _loads(text: str | None) -> object:
+    if not text:
+        return None
+    try:
+        return orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return None
+
+
+def _vector_dims(store: IndexStore) -> int | None:
+    if not store.vec.available:
+        return None
+    return schema.vec_dims(store.conn)
+
+
+def _elapsed_ms(started: float) -> int:
+    return int((time.monotonic() - started) * 1000)

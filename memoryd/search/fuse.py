@@ -1,0 +1,149 @@
+"""Hybrid fusion of the keyword and vector legs, and the final minScore / maxResults cut (spec §3.13).
+
+Two promises OpenClaw does not keep: results do not depend on the order in which equally scored
+candidates arrive (every sort ends on a total key), and top-k is monotonic (`maxResults=1` returns the
+first result of `maxResults=5`), because the cut is a plain prefix of one ranked list.
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+
+from memoryd.errors import ConfigError
+
+DEFAULT_RRF_K = 60
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    """One chunk on its way through search; `score` is the fused (later decayed) ranking score."""
+
+    id: str
+    path: str
+    source: str
+    start_line: int
+    end_line: int
+    snippet: str
+    vector_score: float = 0.0
+    text_score: float = 0.0
+    score: float = 0.0
+    ts_ms: int = 0  # a timestamp known for the chunk (transcript message time), 0 if none
+
+
+def ranking_key(cand: Candidate) -> tuple[float, str, int, int, str, str]:
+    """Score descending, then path, lines, source and id: a total order, so ties never hang on input order."""
+    return (-cand.score, cand.path, cand.start_line, cand.end_line, cand.source, cand.id)
+
+
+def merge_weighted(
+    vector: Sequence[Candidate],
+    keyword: Sequence[Candidate],
+    vector_weight: float,
+    text_weight: float,
+) -> list[Candidate]:
+    """OpenClaw's mergeHybridResults: union by chunk id, `score = vw·vectorScore + tw·textScore`.
+
+    A keyword hit on a vector hit brings its text score and (non-empty) snippet; a hit found by one
+    leg only scores 0 on the other.
+    """
+    merged = _union(vector, keyword)
+    scored = [replace(cand, score=vector_weight * cand.vector_score + text_weight * cand.text_score) for cand in merged]
+    return sorted(scored, key=ranking_key)
+
+
+def merge_rrf(
+    vector: Sequence[Candidate],
+    keyword: Sequence[Candidate],
+    k: int = DEFAULT_RRF_K,
+    vector_weight: float = 1.0,
+    text_weight: float = 1.0,
+) -> list[Candidate]:
+    """Reciprocal-rank fusion: `score = Σ weight / (k + rank)` over the legs that found the chunk.
+
+    Ranks come from each leg's own score (1 = best; equal scores share a rank), not from list
+    positions, so shuffled inputs fuse identically. Leg scores are kept for diagnostics.
+    """
+    if not math.isfinite(k) or k < 0:
+        raise ConfigError("rrf_k", f"must be a non-negative number, got {k!r}")
+    vector_rank = _competition_ranks(vector, lambda cand: cand.vector_score)
+    keyword_rank = _competition_ranks(keyword, lambda cand: cand.text_score)
+    fused: list[Candidate] = []
+    for cand in _union(vector, keyword):
+        score = 0.0
+        if cand.id in vector_rank:
+            score += vector_weight / (k + vector_rank[cand.id])
+        if cand.id in keyword_rank:
+            score += text_weight / (k + keyword_rank[cand.id])
+        fused.append(replace(cand, score=score))
+    return sorted(fused, key=ranking_key)
+
+
+def select_results(
+    merged: Sequence[Candidate],
+    keyword_hits: Sequence[Candidate],
+    min_score: float,
+    max_results: int,
+    text_weight: float,
+) -> list[Candidate]:
+    """Apply minScore and maxResults to the ranked list, keeping its order (steps 4–5 of §3.13).
+
+    When nothing reaches minScore but the keyword leg found something, fall back to the merged entries
+    that are keyword hits and score at least `min(minScore, textWeight)`: an exact lexical hit can never
+    reach minScore on its text score alone, and should not vanish for that.
+    """
+    if max_results <= 0:
+        return []
+    strict = [cand for cand in merged if cand.score >= min_score]
+    if strict or not keyword_hits:
+        return strict[:max_results]
+    lexical_keys = {_location_key(hit) for hit in keyword_hits}
+    relaxed_floor = min(min_score, text_weight)
+    relaxed = [cand for cand in merged if _location_key(cand) in lexical_keys and cand.score >= relaxed_floor]
+    return relaxed[:max_results]
+
+
+def _union(vector: Sequence[Candidate], keyword: Sequence[Candidate]) -> list[Candidate]:
+    """Candidates by chunk id with both leg scores filled in (ids are unique within a leg; on a
+    duplicate the better-scoring entry wins)."""
+    by_id: dict[str, Candidate] = {}
+    for cand in vector:
+        entry = replace(cand, text_score=0.0)
+        current = by_id.get(cand.id)
+        if current is None or entry.vector_score > current.vector_score:
+            by_id[cand.id] = entry
+    keyword_best: dict[str, Candidate] = {}
+    for cand in keyword:
+        current = keyword_best.get(cand.id)
+        if current is None or cand.text_score > current.text_score:
+            keyword_best[cand.id] = cand
+    for cand_id, hit in keyword_best.items():
+        existing = by_id.get(cand_id)
+        if existing is None:
+            by_id[cand_id] = replace(hit, vector_score=0.0)
+        else:
+            by_id[cand_id] = replace(
+                existing,
+                text_score=hit.text_score,
+                snippet=hit.snippet or existing.snippet,
+                ts_ms=max(existing.ts_ms, hit.ts_ms),
+            )
+    return list(by_id.values())
+
+
+def _competition_ranks(leg: Sequence[Candidate], score_of: Callable[[Candidate], float]) -> dict[str, int]:
+    """1 + the number of strictly better candidates in the leg ("1224" ranking), by chunk id."""
+    best: dict[str, float] = {}
+    for cand in leg:
+        score = score_of(cand)
+        if cand.id not in best or score > best[cand.id]:
+            best[cand.id] = score
+    ascending = sorted(best.values())
+    total = len(ascending)
+    return {cand_id: 1 + total - bisect.bisect_right(ascending, score) for cand_id, score in best.items()}
+
+
+def _location_key(cand: Candidate) -> tuple[str, str, int, int]:
+    return (cand.source, cand.path, cand.start_line, cand.end_line)

@@ -1,0 +1,117 @@
+"""Opening an agent's SQLite database with apsw: WAL, busy timeout, sqlite-vec, error translation.
+
+apsw rather than the stdlib: the pyenv Pythons on our machines cannot load SQLite extensions
+through `sqlite3`, and apsw ships a current SQLite (FTS5 contentless-delete, RETURNING, JSON).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import apsw
+import sqlite_vec
+import structlog
+
+from memoryd.errors import CorruptDatabaseError, ReadonlyDatabaseError, StoreError
+
+log = structlog.get_logger(__name__)
+
+BUSY_TIMEOUT_MS = 5000
+
+
+@dataclass(slots=True)
+class VecState:
+    """Whether sqlite-vec loaded; a failure is kept and reported by status, never silent."""
+
+    available: bool
+    error: str | None
+    extension_path: str | None
+
+
+def translate(exc: BaseException, context: str) -> StoreError:
+    """Map an apsw error onto memoryd's tree (readonly and corruption get their own types)."""
+    message = f"{context}: {exc}"
+    if isinstance(exc, apsw.ReadOnlyError) or "readonly" in str(exc).lower():
+        return ReadonlyDatabaseError(message)
+    if isinstance(exc, apsw.CorruptError | apsw.NotADBError):
+        return CorruptDatabaseError(message)
+    return StoreError(message)
+
+
+@contextlib.contextmanager
+def translated(context: str) -> Iterator[None]:
+    """Re-raise apsw errors raised inside the block as memoryd StoreErrors."""
+    try:
+        yield
+    except apsw.Error as exc:
+        raise translate(exc, context) from exc
+
+
+def _vec_extension_path(configured: str) -> str:
+    if configured:
+        return configured
+    return str(sqlite_vec.loadable_path())
+
+
+def load_vec(conn: apsw.Connection, configured_path: str = "", *, enabled: bool = True) -> VecState:
+    """Load sqlite-vec into `conn`; return what happened instead of raising."""
+    if not enabled:
+        return VecState(available=False, error="vector store disabled by config", extension_path=None)
+    try:
+        path = _vec_extension_path(configured_path)
+        conn.enable_load_extension(True)
+        conn.load_extension(path)
+        conn.enable_load_extension(False)
+        conn.execute("SELECT vec_version()").fetchall()
+    except (apsw.Error, ImportError, OSError) as exc:
+        log.warning("sqlite-vec unavailable; vector search falls back to exact in-process scoring", error=str(exc))
+        return VecState(available=False, error=str(exc), extension_path=configured_path or None)
+    return VecState(available=True, error=None, extension_path=path)
+
+
+def connect(
+    path: Path,
+    *,
+    readonly: bool = False,
+    journal: str = "wal",
+    vec_path: str = "",
+    vec_enabled: bool = True,
+) -> tuple[apsw.Connection, VecState]:
+    """Open (creating if needed) a database file configured the way memoryd always uses it."""
+    if not readonly:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    flags = apsw.SQLITE_OPEN_READONLY if readonly else apsw.SQLITE_OPEN_READWRITE | apsw.SQLITE_OPEN_CREATE
+    with translated(f"opening {path}"):
+        conn = apsw.Connection(str(path), flags=flags)
+        conn.set_busy_timeout(BUSY_TIMEOUT_MS)
+        if not readonly:
+            conn.execute(f"PRAGMA journal_mode={journal}")
+            conn.execute("PRAGMA synchronous=NORMAL" if journal == "wal" else "PRAGMA synchronous=OFF")
+        conn.execute("PRAGMA temp_store=MEMORY")
+        conn.execute("PRAGMA cache_size=-32768")  # 32 MiB page cache
+    vec = load_vec(conn, vec_path, enabled=vec_enabled)
+    return conn, vec
+
+
+def move_aside(path: Path, suffix: str) -> Path:
+    """Rename a damaged database (and its -wal/-shm) out of the way; never delete user data."""
+    target = path.with_name(f"{path.name}.{suffix}")
+    for ext in ("", "-wal", "-shm"):
+        src = Path(f"{path}{ext}")
+        if src.exists():
+            os.replace(src, Path(f"{target}{ext}"))
+    log.warning("database moved aside; it will be rebuilt from the sources", path=str(path), moved_to=str(target))
+    return target
+
+
+def fsync_dir(path: Path) -> None:
+    """Make a rename durable."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)

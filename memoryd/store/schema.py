@@ -1,0 +1,125 @@
+"""The index schema, created and upgraded through `PRAGMA user_version` steps.
+
+Tables follow OpenClaw's (spec §2) with three deliberate changes:
+* `chunks` has an INTEGER primary key `n`; the FTS5 table is *contentless* (the text lives once,
+  in `chunks`) and its rowid is `n`, and so is the rowid of the sqlite-vec table. Half the disk,
+  half the insert work, and joins by integer.
+* `files` is keyed by (source, path) and remembers `mtime_ns` (a no-change resync skips reading
+  files whose size and mtime are unchanged) and `bad_lines` (malformed transcript lines).
+* vectors are float32 blobs, not JSON text.
+The FTS table depends on the configured tokenizer and the vector table on the model's dimension,
+so both are created by `ensure_fts` / `ensure_vec` rather than by a migration step.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import apsw
+
+from memoryd.config import FtsTokenizer
+from memoryd.errors import StoreError
+
+Step = Callable[[apsw.Connection], None]
+
+
+def _v1(conn: apsw.Connection) -> None:
+    conn.execute(
+        """
+        CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
+        CREATE TABLE IF NOT EXISTS files(
+            source TEXT NOT NULL DEFAULT 'memory',
+            path TEXT NOT NULL,
+            hash TEXT NOT NULL,
+            mtime INTEGER NOT NULL,
+            mtime_ns INTEGER NOT NULL DEFAULT 0,
+            size INTEGER NOT NULL,
+            bad_lines INTEGER NOT NULL DEFAULT 0,
+            indexed_at INTEGER NOT NULL DEFAULT 0,
+            PRIMARY KEY(source, path)
+        ) WITHOUT ROWID;
+        CREATE TABLE IF NOT EXISTS chunks(
+            n INTEGER PRIMARY KEY,
+            id TEXT NOT NULL UNIQUE,
+            path TEXT NOT NULL,
+            source TEXT NOT NULL DEFAULT 'memory',
+            start_line INTEGER NOT NULL,
+            end_line INTEGER NOT NULL,
+            hash TEXT NOT NULL,
+            model TEXT NOT NULL,
+            text TEXT NOT NULL,
+            embedding BLOB,
+            ts INTEGER NOT NULL DEFAULT 0,
+            updated_at INTEGER NOT NULL
+        );
+        CREATE INDEX IF NOT EXISTS idx_chunks_source_path ON chunks(source, path);
+        CREATE TABLE IF NOT EXISTS embedding_cache(
+            provider TEXT NOT NULL,
+            model TEXT NOT NULL,
+            provider_key TEXT NOT NULL,
+            hash TEXT NOT NULL,
+            embedding BLOB NOT NULL,
+            dims INTEGER NOT NULL,
+            updated_at INTEGER NOT NULL,
+            PRIMARY KEY(provider, model, provider_key, hash)
+        ) WITHOUT ROWID;
+        CREATE INDEX IF NOT EXISTS idx_embedding_cache_updated_at ON embedding_cache(updated_at);
+        """
+    )
+
+
+STEPS: tuple[Step, ...] = (_v1,)
+SCHEMA_VERSION = len(STEPS)
+
+TOKENIZE_CLAUSES: dict[FtsTokenizer, str] = {
+    "unicode61": "unicode61 remove_diacritics 2",
+    "porter": "porter unicode61 remove_diacritics 2",
+    "trigram": "trigram case_sensitive 0",
+}
+
+
+def migrate(conn: apsw.Connection) -> None:
+    """Bring the schema to SCHEMA_VERSION, each step in its own transaction."""
+    (version,) = conn.execute("PRAGMA user_version").fetchone() or (0,)
+    if version > SCHEMA_VERSION:
+        raise StoreError(f"database schema v{version} is newer than this memoryd (v{SCHEMA_VERSION}); upgrade memoryd")
+    for number in range(int(version), SCHEMA_VERSION):
+        with conn:
+            STEPS[number](conn)
+            conn.execute(f"PRAGMA user_version={number + 1}")
+
+
+def table_exists(conn: apsw.Connection, name: str) -> bool:
+    row = conn.execute("SELECT 1 FROM sqlite_master WHERE name = ?", (name,)).fetchone()
+    return row is not None
+
+
+def ensure_fts(conn: apsw.Connection, tokenizer: FtsTokenizer) -> None:
+    """Create the contentless FTS5 table for `tokenizer` if it is missing."""
+    if table_exists(conn, "chunks_fts"):
+        return
+    clause = TOKENIZE_CLAUSES[tokenizer]
+    conn.execute(
+        f"CREATE VIRTUAL TABLE chunks_fts USING fts5(text, content='', contentless_delete=1, tokenize='{clause}')"
+    )
+
+
+def vec_dims(conn: apsw.Connection) -> int | None:
+    """The dimension of the existing vector table, if any."""
+    row = conn.execute("SELECT sql FROM sqlite_master WHERE name = 'chunks_vec'").fetchone()
+    if row is None:
+        return None
+    sql = str(row[0])
+    start = sql.find("float[")
+    end = sql.find("]", start)
+    return int(sql[start + 6 : end]) if start >= 0 and end > start else None
+
+
+def ensure_vec(conn: apsw.Connection, dims: int) -> None:
+    """Create the sqlite-vec table for `dims`, re-creating it if the dimension changed (spec §2)."""
+    current = vec_dims(conn)
+    if current == dims:
+        return
+    if current is not None:
+        conn.execute("DROP TABLE chunks_vec")
+    conn.execute(f"CREATE VIRTUAL TABLE chunks_vec USING vec0(embedding float[{int(dims)}] distance_metric=cosine)")

@@ -1,0 +1,71 @@
+"""Discovery: which files are memory, which are transcripts, and what is skipped."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from memoryd.sources.discovery import is_memory_path, list_memory_files, list_session_files
+from tests.conftest import write
+
+
+def test_memory_files_are_root_notes_memory_tree_and_extras_without_ignored_dirs(
+    workspace: Path, tmp_path: Path
+) -> None:
+    extra = write(tmp_path / "vault" / "ideas.md", "# ideas\n")
+    write(tmp_path / "vault" / ".git" / "x.md", "no\n")
+    files = list_memory_files(workspace, [tmp_path / "vault"])
+    assert [f.path for f in files] == [
+        "MEMORY.md",
+        "memory/2026-01-05.md",
+        "memory/projects/garden.md",
+        "../vault/ideas.md",
+    ]
+    assert files[-1].abs_path == extra
+    assert {f.source for f in files} == {"memory"}
+
+
+def test_symlinks_are_skipped_and_duplicates_by_realpath_dropped(workspace: Path, tmp_path: Path) -> None:
+    outside = write(tmp_path / "secret.md", "secret\n")
+    os.symlink(outside, workspace / "memory" / "link.md")
+    os.symlink(tmp_path, workspace / "memory" / "linkdir")
+    files = list_memory_files(workspace, [workspace / "memory" / "projects" / "garden.md"])
+    paths = [f.path for f in files]
+    assert "memory/link.md" not in paths
+    assert not any(p.startswith("memory/linkdir") for p in paths)
+    assert paths.count("memory/projects/garden.md") == 1
+
+
+def test_non_markdown_files_are_ignored(workspace: Path) -> None:
+    write(workspace / "memory" / "photo.png", "x")
+    write(workspace / "memory" / "data.json", "{}")
+    assert all(f.path.endswith(".md") for f in list_memory_files(workspace))
+
+
+def test_session_files_include_archives_but_not_backups(tmp_path: Path) -> None:
+    sd = tmp_path / "sessions"
+    for name in (
+        "a.jsonl",
+        "b.jsonl.reset.2026-01-05T10-00-00Z",
+        "c.jsonl.deleted.2026-01-05T10-00-00.123Z",
+        "d.jsonl.bak.2026-01-05T10-00-00Z",
+        "sessions.json",
+        "notes.txt",
+    ):
+        write(sd / name, "")
+    write(sd / "nested" / "e.jsonl", "")
+    assert [f.path for f in list_session_files(sd)] == [
+        "sessions/a.jsonl",
+        "sessions/b.jsonl.reset.2026-01-05T10-00-00Z",
+        "sessions/c.jsonl.deleted.2026-01-05T10-00-00.123Z",
+    ]
+    assert list_session_files(tmp_path / "missing") == []
+
+
+def test_is_memory_path_matches_openclaw() -> None:
+    assert is_memory_path("MEMORY.md")
+    assert is_memory_path("./memory/x.md")
+    assert is_memory_path("memory\\x.md")
+    assert is_memory_path("DREAMS.md")
+    assert not is_memory_path("notes.md")
+    assert not is_memory_path("sessions/a.jsonl")

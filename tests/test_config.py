@@ -1,0 +1,141 @@
+"""Config: OpenClaw's defaults, key-by-key merging, clamps, and errors that name the key."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from memoryd import config as config_mod
+from memoryd.errors import ConfigError, NotFoundError
+
+
+def test_defaults_are_openclaws() -> None:
+    s = config_mod.build({}).agent(None).settings
+    assert (s.chunking.tokens, s.chunking.overlap) == (400, 80)
+    assert (s.query.max_results, s.query.min_score) == (6, 0.35)
+    h = s.query.hybrid
+    assert (h.enabled, h.vector_weight, h.text_weight, h.candidate_multiplier) == (True, 0.7, 0.3, 4)
+    assert (h.mmr.enabled, h.mmr.lambda_) == (False, 0.7)
+    assert (h.temporal_decay.enabled, h.temporal_decay.half_life_days) == (False, 30)
+    assert (s.sync.watch, s.sync.watch_debounce_ms, s.sync.interval_minutes) == (True, 1500, 0)
+    assert (s.sync.sessions.delta_bytes, s.sync.sessions.delta_messages) == (100_000, 50)
+    assert (s.remote.batch.enabled, s.remote.batch.concurrency, s.remote.batch.poll_interval_ms) == (False, 2, 2000)
+    assert s.cache.enabled is True
+    assert s.store.fts.tokenizer == "unicode61"
+    assert s.provider == "auto" and s.fallback == "none"
+    assert s.sources == ("memory", "sessions")
+
+
+def test_agent_overrides_merge_key_by_key_over_defaults(tmp_path: Path) -> None:
+    cfg = config_mod.build(
+        {
+            "defaults": {"query": {"max_results": 10, "hybrid": {"mmr": {"enabled": True}}}},
+            "agents": {
+                "a": {"workspace": str(tmp_path), "query": {"min_score": 0.5, "hybrid": {"mmr": {"lambda": 0.4}}}}
+            },
+        }
+    )
+    q = cfg.agent("a").settings.query
+    assert q.max_results == 10
+    assert q.min_score == 0.5
+    assert q.hybrid.mmr.enabled is True
+    assert q.hybrid.mmr.lambda_ == 0.4
+
+
+def test_clamps_follow_the_spec(tmp_path: Path) -> None:
+    cfg = config_mod.build(
+        {
+            "agents": {
+                "a": {
+                    "workspace": str(tmp_path),
+                    "chunking": {"tokens": 0, "overlap": 50},
+                    "query": {
+                        "min_score": 3.0,
+                        "hybrid": {"vector_weight": 0, "text_weight": 0, "candidate_multiplier": 99},
+                    },
+                }
+            }
+        }
+    )
+    s = cfg.agent("a").settings
+    assert (s.chunking.tokens, s.chunking.overlap) == (1, 0)
+    assert s.query.min_score == 1.0
+    assert (s.query.hybrid.vector_weight, s.query.hybrid.text_weight) == (0.7, 0.3)
+    assert s.query.hybrid.candidate_multiplier == 20
+
+
+def test_weights_are_normalised_to_sum_to_one(tmp_path: Path) -> None:
+    cfg = config_mod.build({"defaults": {"query": {"hybrid": {"vector_weight": 0.5, "text_weight": 0.5}}}})
+    h = cfg.agent(None).settings.query.hybrid
+    assert (h.vector_weight, h.text_weight) == (0.5, 0.5)
+
+
+@pytest.mark.parametrize(
+    ("data", "key"),
+    [
+        ({"defaults": {"query": {"max_results": "ten"}}}, "defaults.query.max_results"),
+        ({"defaults": {"qury": {}}}, "defaults.qury"),
+        ({"defaults": {"store": {"fts": {"tokenizer": "icu"}}}}, "defaults.store.fts.tokenizer"),
+        ({"defaults": {"sync": {"watch": 1}}}, "defaults.sync.watch"),
+        ({"defaults": {"sources": ["memory", 3]}}, "defaults.sources[1]"),
+        ({"agents": {"a": {"chunking": {"tokens": True}}}}, "agents.a.chunking.tokens"),
+        ({"agents": {"bad id!": {}}}, "agents.bad id!"),
+        ({"agents": {"a": {"workspace": 5}}}, "agents.a.workspace"),
+        ({"deamon": {}}, "deamon"),
+    ],
+)
+def test_invalid_values_name_the_key_and_value(data: dict[str, object], key: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        config_mod.build(data)
+    assert info.value.key == key
+    assert key in str(info.value)
+
+
+def test_workspace_flag_adds_an_adhoc_agent_with_its_sessions_dir(tmp_path: Path) -> None:
+    cfg = config_mod.build({}, workspace=tmp_path / "ws", state_dir=tmp_path / "st")
+    agent = cfg.agent(None)
+    assert agent.id == "main"
+    assert agent.workspace == (tmp_path / "ws").absolute()
+    assert agent.sessions_dir == agent.workspace / "sessions"
+    assert agent.db_path == tmp_path / "st" / "agents" / "main" / "index.sqlite"
+
+
+def test_store_path_takes_the_agent_id_token(tmp_path: Path) -> None:
+    cfg = config_mod.build(
+        {"defaults": {"store": {"path": str(tmp_path / "{agentId}.sqlite")}}, "agents": {"x": {"workspace": "/w"}}}
+    )
+    assert cfg.agent("x").db_path == tmp_path / "x.sqlite"
+
+
+def test_unknown_agent_lists_the_known_ones() -> None:
+    cfg = config_mod.build({"agents": {"a": {"workspace": "/a"}, "b": {"workspace": "/b"}}})
+    with pytest.raises(NotFoundError, match="a, b"):
+        cfg.agent("c")
+    with pytest.raises(NotFoundError, match="several agents"):
+        cfg.agent(None)
+
+
+def test_load_reads_toml_and_reports_syntax_errors(tmp_path: Path) -> None:
+    good = tmp_path / "good.toml"
+    good.write_text('[agents.notes]\nworkspace = "/srv/notes"\n[agents.notes.query]\nmax_results = 3\n')
+    assert config_mod.load(good).agent("notes").settings.query.max_results == 3
+    bad = tmp_path / "bad.toml"
+    bad.write_text("[agents\n")
+    with pytest.raises(ConfigError, match="not valid TOML"):
+        config_mod.load(bad)
+    with pytest.raises(ConfigError, match="does not exist"):
+        config_mod.load(tmp_path / "missing.toml")
+
+
+def test_extra_paths_resolve_against_the_workspace_and_dedupe(tmp_path: Path) -> None:
+    cfg = config_mod.build(
+        {"agents": {"a": {"workspace": str(tmp_path), "extra_paths": ["notes", " notes ", "", "/abs/x.md"]}}}
+    )
+    assert cfg.agent("a").extra_paths == (tmp_path / "notes", Path("/abs/x.md"))
+
+
+def test_to_dict_round_trips_every_key_name() -> None:
+    shown = config_mod.to_dict(config_mod.build({}).agent(None).settings)
+    assert isinstance(shown, dict)
+    assert shown["query"]["hybrid"]["mmr"]["lambda"] == 0.7
