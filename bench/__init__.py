@@ -1,0 +1,1 @@
+"""Reproducible benchmarks: `python -m bench` (make bench) prints tables."""

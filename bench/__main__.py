@@ -1,0 +1,34 @@
+"""`python -m bench [--quick] [--only SECTION ...]`: memoryd's reproducible benchmarks."""
+
+from __future__ import annotations
+
+import argparse
+import platform
+import sys
+from pathlib import Path
+
+from bench import index_bench
+from bench.corpus import CorpusSpec
+from memoryd import logging as logs
+
+SECTIONS = ("index",)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(prog="bench")
+    parser.add_argument("--out", type=Path, default=Path("bench/out"), help="scratch directory (corpus, databases)")
+    parser.add_argument("--quick", action="store_true", help="a 10x smaller corpus, for a smoke run")
+    parser.add_argument("--only", nargs="*", choices=SECTIONS, help="run only these sections")
+    args = parser.parse_args()
+    logs.configure("warning")
+    spec = CorpusSpec(notes=1_000, transcripts=100) if args.quick else CorpusSpec()
+    sys.stdout.write(
+        f"memoryd benchmarks on {platform.processor() or platform.machine()}, Python {platform.python_version()}\n"
+    )
+    for section in args.only or SECTIONS:
+        if section == "index":
+            index_bench.main(args.out, spec)
+    return 0
+
+
+raise SystemExit(main())
