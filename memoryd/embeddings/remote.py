@@ -1,0 +1,375 @@
+"""What every HTTP embedding provider shares: settings, API keys, one JSON POST, and error translation.
+
+httpx errors and HTTP error responses are turned into memoryd's error tree here, where they enter,
+so the retry loop can decide on types alone: auth and exhausted quota are final, rate limits carry
+the wait the server asked for, 5xx and timeouts are worth another try, and a response we cannot use
+(bad JSON, wrong number of vectors, changed dimensions) names what was wrong with it.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import math
+import os
+import re
+from abc import ABC, abstractmethod
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from types import MappingProxyType
+from typing import ClassVar, Literal
+
+import httpx
+import numpy as np
+import orjson
+
+from memoryd.embeddings.base import Fingerprint, Vectors, normalize_rows
+from memoryd.errors import (
+    ConfigError,
+    EmbeddingAuthError,
+    EmbeddingError,
+    EmbeddingQuotaError,
+    EmbeddingRateLimitError,
+)
+
+Kind = Literal["query", "document"]
+"""Why a text is embedded: providers with asymmetric models embed queries and documents differently."""
+
+DEFAULT_MAX_INPUT_TOKENS = 8192
+_MAX_INPUT_TOKENS: Mapping[str, int] = MappingProxyType(
+    {
+        "openai:text-embedding-3-small": 8192,
+        "openai:text-embedding-3-large": 8192,
+        "openai:text-embedding-ada-002": 8191,
+        "gemini:text-embedding-004": 2048,
+        "gemini:gemini-embedding-001": 2048,
+        "gemini:gemini-embedding-2-preview": 8192,
+        "voyage:voyage-3": 32000,
+        "voyage:voyage-3-lite": 16000,
+        "voyage:voyage-code-3": 32000,
+    }
+)
+_UNKNOWN_MODEL_MAX_INPUT_TOKENS: Mapping[str, int] = MappingProxyType({"gemini": 2048, "local": 2048})
+
+_DETAIL_MAX_CHARS = 300
+_QUOTA_EXHAUSTED_MARKERS = ("insufficient_quota", "billing_hard_limit_reached", "billing_not_active")
+_OVERLOAD_STATUSES = frozenset({503, 529})
+_TRY_AGAIN_RE = re.compile(r"try again in ((?:\d+(?:\.\d+)?(?:ms|h|m|s))+)", re.IGNORECASE)
+_DURATION_PART_RE = re.compile(r"(\d+(?:\.\d+)?)(ms|h|m|s)")
+_DURATION_UNITS: Mapping[str, float] = MappingProxyType({"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0})
+
+
+@dataclass(frozen=True, slots=True)
+class RemoteSettings:
+    """How to reach one remote provider. Empty strings and 0 mean "the provider's default"."""
+
+    base_url: str = ""
+    api_key: str = ""
+    headers: Mapping[str, str] = field(default_factory=dict)
+    timeout_s: float = 60.0
+    model: str = ""
+    output_dimensionality: int = 0
+
+
+def model_max_input_tokens(provider_id: str, model: str) -> int:
+    """The largest input a model accepts, in tokens (spec §1 table)."""
+    known = _MAX_INPUT_TOKENS.get(f"{provider_id}:{model}".lower())
+    if known is not None:
+        return known
+    return _UNKNOWN_MODEL_MAX_INPUT_TOKENS.get(provider_id.lower(), DEFAULT_MAX_INPUT_TOKENS)
+
+
+def parse_duration(value: str) -> float | None:
+    """Seconds in a duration such as Google's "27s"/"0.5s" or OpenAI's "6m0s"/"20ms"; None if unreadable."""
+    text = value.strip().lower()
+    if not text or _DURATION_PART_RE.sub("", text):
+        return None
+    return sum(float(n) * _DURATION_UNITS[unit] for n, unit in _DURATION_PART_RE.findall(text))
+
+
+def parse_retry_after(value: str, *, now: datetime | None = None) -> float | None:
+    """Seconds to wait from a Retry-After value: delta-seconds or an HTTP date; None if unreadable."""
+    text = value.strip()
+    try:
+        seconds = float(text)
+    except ValueError:
+        try:
+            when = email.utils.parsedate_to_datetime(text)
+        except (TypeError, ValueError):
+            return None
+        if when.tzinfo is None:
+            when = when.replace(tzinfo=UTC)
+        seconds = (when - (now or datetime.now(UTC))).total_seconds()
+    if not math.isfinite(seconds):
+        return None
+    return max(0.0, seconds)
+
+
+def retry_hint(headers: Mapping[str, str], body: object, *, now: datetime | None = None) -> float | None:
+    """The wait a rate-limited response asks for, from headers or the provider's own hints."""
+    lowered = {k.lower(): v for k, v in headers.items()}
+    if "retry-after-ms" in lowered:
+        millis = parse_retry_after(lowered["retry-after-ms"])
+        if millis is not None:
+            return millis / 1000.0
+    if "retry-after" in lowered:
+        seconds = parse_retry_after(lowered["retry-after"], now=now)
+        if seconds is not None:
+            return seconds
+    for detail in _error_details(body):
+        if str(detail.get("@type", "")).endswith("google.rpc.RetryInfo"):
+            delay = parse_duration(str(detail.get("retryDelay", "")))
+            if delay is not None:
+                return delay
+    match = _TRY_AGAIN_RE.search(_error_message(body))
+    if match:
+        return parse_duration(match.group(1))
+    resets = [
+        parse_duration(lowered.get(f"x-ratelimit-reset-{what}", ""))
+        for what in ("requests", "tokens")
+        if lowered.get(f"x-ratelimit-remaining-{what}", "").strip() == "0"
+    ]
+    known = [r for r in resets if r is not None]
+    return max(known) if known else None
+
+
+def error_for_response(
+    provider_id: str,
+    status: int,
+    headers: Mapping[str, str],
+    content: bytes,
+    *,
+    secret: str = "",
+    now: datetime | None = None,
+) -> EmbeddingError:
+    """Translate an HTTP error response into the error tree (see the module docstring)."""
+    body = _json_or_none(content)
+    detail = _error_message(body) or content.decode("utf-8", "replace").strip()
+    if secret:
+        detail = detail.replace(secret, "***")
+    detail = detail[:_DETAIL_MAX_CHARS] or "no details"
+    message = f"{provider_id} embeddings failed: HTTP {status}: {detail}"
+    codes = " ".join(_error_codes(body)).lower()
+    if status in (401, 403) or "api_key_invalid" in codes:
+        return EmbeddingAuthError(message)
+    if status == 402 or any(m in codes or m in detail.lower() for m in _QUOTA_EXHAUSTED_MARKERS):
+        return EmbeddingQuotaError(message)
+    if status == 429 and _only_daily_quota_violated(body):
+        return EmbeddingQuotaError(f"{message} (daily quota used up)")
+    if status == 429 or status in _OVERLOAD_STATUSES or (status >= 500 and "overloaded" in message.lower()):
+        return EmbeddingRateLimitError(message, retry_after=retry_hint(headers, body, now=now))
+    return EmbeddingError(message)
+
+
+def resolve_api_key(provider_id: str, settings: RemoteSettings, env: Mapping[str, str], names: Sequence[str]) -> str:
+    """The configured key, else the first non-empty env var; raises the error auto-selection skips on."""
+    key = settings.api_key.strip() or next((env[n].strip() for n in names if env.get(n, "").strip()), "")
+    if not key:
+        raise EmbeddingAuthError(f"No API key found for provider {provider_id}")
+    return key
+
+
+def header_pairs(headers: Mapping[str, str], *, secret_names: Sequence[str]) -> list[list[str]]:
+    """Headers as sorted [name, value] pairs without the secret ones, for provider keys."""
+    hidden = {n.lower() for n in secret_names}
+    return sorted([k.lower(), v] for k, v in headers.items() if k.lower() not in hidden)
+
+
+class RemoteEmbeddingProvider(ABC):
+    """Base of the HTTP providers: owns (or borrows) an httpx.AsyncClient and checks every response.
+
+    Subclasses set the class attributes and implement `_request_vectors` (one HTTP exchange per call)
+    and `_key_data`. Vectors are validated (count, consistent dimensions) and L2-normalised here, for
+    every provider alike.
+    """
+
+    provider_id: ClassVar[str]
+    default_model: ClassVar[str]
+    default_base_url: ClassVar[str]
+    api_key_env: ClassVar[tuple[str, ...]] = ()
+    """Env vars searched for a key, in order; empty = the provider needs no key."""
+    max_batch_items: ClassVar[int] = 2048
+    """Most texts one request may carry; longer lists are split into several requests."""
+    supports_output_dimensionality: ClassVar[bool] = True
+    secret_header_names: ClassVar[tuple[str, ...]] = ("authorization",)
+    """Headers that carry credentials: a configured one replaces the key; none enters the provider key."""
+
+    def __init__(
+        self,
+        settings: RemoteSettings | None = None,
+        *,
+        env: Mapping[str, str] | None = None,
+        client: httpx.AsyncClient | None = None,
+    ) -> None:
+        self._settings = settings or RemoteSettings()
+        environ = os.environ if env is None else env
+        if self._settings.output_dimensionality and not self.supports_output_dimensionality:
+            raise ConfigError("output_dimensionality", f"not supported by provider {self.provider_id}")
+        self._api_key = self._resolve_key(environ) if self.api_key_env else ""
+        self._base_url = (self._settings.base_url.strip() or self.default_base_url).rstrip("/")
+        self._model = self._normalize_model(self._settings.model.strip()) or self.default_model
+        self._owns_client = client is None
+        self._client = client or httpx.AsyncClient(timeout=httpx.Timeout(self._settings.timeout_s))
+        self._dims = self._settings.output_dimensionality or 0
+
+    @property
+    def id(self) -> str:
+        return self.provider_id
+
+    @property
+    def model(self) -> str:
+        return self._model
+
+    @property
+    def base_url(self) -> str:
+        return self._base_url
+
+    @property
+    def max_input_tokens(self) -> int:
+        return model_max_input_tokens(self.provider_id, self._model)
+
+    @property
+    def fingerprint(self) -> Fingerprint:
+        return Fingerprint(provider=self.provider_id, model=self._model, key_data=self._key_data())
+
+    async def embed_query(self, text: str) -> Vectors:
+        return self._finish(await self._request_vectors([text], "query"), expected=1)
+
+    async def embed_documents(self, texts: list[str]) -> Vectors:
+        if not texts:
+            return np.zeros((0, self._dims), dtype=np.float32)
+        rows: list[object] = []
+        for start in range(0, len(texts), self.max_batch_items):
+            part = texts[start : start + self.max_batch_items]
+            got = await self._request_vectors(part, "document")
+            self._check_count(got, len(part))
+            rows.extend(got)
+        return self._finish(rows, expected=len(texts))
+
+    async def aclose(self) -> None:
+        if self._owns_client:
+            await self._client.aclose()
+
+    # -- for subclasses -------------------------------------------------------------------------
+
+    @abstractmethod
+    async def _request_vectors(self, texts: list[str], kind: Kind) -> list[object]:
+        """Send one request for `texts` and return the raw vectors, in input order."""
+
+    def _key_data(self) -> dict[str, object]:
+        """What identifies the vector space beyond provider and model; {} = {provider, model}."""
+        return {}
+
+    def _normalize_model(self, model: str) -> str:
+        """Strip the "<provider>/" prefix users may write."""
+        prefix = f"{self.provider_id}/"
+        return model[len(prefix) :] if model.startswith(prefix) else model
+
+    def _auth_headers(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self._api_key}"} if self._api_key else {}
+
+    def _resolve_key(self, env: Mapping[str, str]) -> str:
+        if any(k.lower() in self.secret_header_names for k in self._settings.headers):
+            return ""
+        return resolve_api_key(self.provider_id, self._settings, env, self.api_key_env)
+
+    def _fail(self, problem: str) -> EmbeddingError:
+        return EmbeddingError(f"{self.provider_id} embeddings failed: {problem}")
+
+    async def _post_json(self, path: str, body: object) -> object:
+        """POST `body` as JSON to base_url + path; the decoded JSON answer, or a translated error."""
+        response = await self._post(path, body)
+        if response.status_code >= 400:
+            raise self._error_for(response)
+        try:
+            return orjson.loads(response.content)
+        except orjson.JSONDecodeError:
+            raise self._fail(f"response from {path} is not valid JSON") from None
+
+    async def _post(self, path: str, body: object) -> httpx.Response:
+        headers = {**self._settings.headers, **self._auth_headers(), "Content-Type": "application/json"}
+        url = f"{self._base_url}{path}"
+        try:
+            content = orjson.dumps(body)
+        except orjson.JSONEncodeError as exc:
+            raise self._fail(f"request cannot be encoded as JSON: {exc}") from None
+        try:
+            return await self._client.post(url, content=content, headers=headers)
+        except httpx.TimeoutException:
+            raise self._fail(f"request to {path} timed out after {self._settings.timeout_s:g} s") from None
+        except httpx.TransportError as exc:
+            raise self._fail(f"connection error on {path}: {type(exc).__name__}: {exc}") from None
+
+    def _error_for(self, response: httpx.Response) -> EmbeddingError:
+        return error_for_response(
+            self.provider_id, response.status_code, response.headers, response.content, secret=self._api_key
+        )
+
+    def _check_count(self, rows: Sequence[object], expected: int) -> None:
+        if len(rows) != expected:
+            raise self._fail(f"expected {expected} vectors, got {len(rows)}")
+
+    def _finish(self, rows: Sequence[object], *, expected: int) -> Vectors:
+        """Check count and shape, pin the dimension on first use, and L2-normalise."""
+        self._check_count(rows, expected)
+        try:
+            matrix = np.array(rows, dtype=np.float64)
+        except (TypeError, ValueError):
+            raise self._fail("vectors are not lists of numbers of one length") from None
+        if matrix.ndim != 2 or matrix.shape[1] == 0:
+            raise self._fail(f"vectors have shape {matrix.shape}, expected (n, dims)")
+        dims = int(matrix.shape[1])
+        if self._dims and dims != self._dims:
+            raise self._fail(f"vectors have {dims} dimensions, expected {self._dims} as before")
+        self._dims = dims
+        return normalize_rows(matrix)
+
+
+def _json_or_none(content: bytes) -> object:
+    try:
+        return orjson.loads(content)
+    except orjson.JSONDecodeError:
+        return None
+
+
+def _error_object(body: object) -> Mapping[str, object]:
+    """The provider's error object: OpenAI/Gemini nest it under "error"; Voyage/Mistral do not."""
+    if not isinstance(body, Mapping):
+        return {}
+    inner = body.get("error")
+    return inner if isinstance(inner, Mapping) else body
+
+
+def _error_message(body: object) -> str:
+    if isinstance(body, Mapping) and isinstance(body.get("error"), str):
+        return str(body["error"])  # Ollama: {"error": "..."}
+    err = _error_object(body)
+    for key in ("message", "detail"):
+        value = err.get(key)
+        if isinstance(value, str) and value:
+            return value
+        if isinstance(value, list) and value:
+            return orjson.dumps(value).decode()
+    return ""
+
+
+def _error_codes(body: object) -> list[str]:
+    err = _error_object(body)
+    codes = [str(err[k]) for k in ("code", "type", "status") if err.get(k) is not None]
+    codes += [str(d["reason"]) for d in _error_details(body) if "reason" in d]
+    return codes
+
+
+def _error_details(body: object) -> list[Mapping[str, object]]:
+    details = _error_object(body).get("details")
+    return [d for d in details if isinstance(d, Mapping)] if isinstance(details, list) else []
+
+
+def _only_daily_quota_violated(body: object) -> bool:
+    """Gemini names the exhausted quota; a per-day one will not reset within any retry horizon."""
+    quota_ids: list[str] = []
+    for detail in _error_details(body):
+        violations = detail.get("violations")
+        if str(detail.get("@type", "")).endswith("google.rpc.QuotaFailure") and isinstance(violations, list):
+            quota_ids += [str(v.get("quotaId", "")) for v in violations if isinstance(v, Mapping)]
+    return bool(quota_ids) and all("perday" in q.lower() for q in quota_ids)
