@@ -1,0 +1,207 @@
+"""One client connection, whatever carries it (Unix socket, stdio): bind an agent, then serve MCP.
+
+Owns the parts the SDK leaves to transports: framing and its errors (a malformed or oversized line
+gets a JSON-RPC error and the connection goes on), the optional `memoryd/bind` first message, and a
+clean end — a client that half-closes still gets answers to requests it already sent, and a client
+that vanishes never disturbs anything beyond its own connection.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import anyio
+import structlog
+from anyio import CancelScope
+from anyio.abc import ByteReceiveStream, ByteSendStream
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+from mcp.shared.message import SessionMessage
+from mcp_types import (
+    INVALID_PARAMS,
+    INVALID_REQUEST,
+    JSONRPCError,
+    JSONRPCMessage,
+    JSONRPCNotification,
+    JSONRPCRequest,
+    JSONRPCResponse,
+    RequestId,
+)
+from pydantic import ValidationError
+
+from memoryd.server.framing import LineReader, Rejection, encode_message, error_response, next_message
+from memoryd.server.mcp import BIND_METHOD, AgentBinding, BindParams, McpServer, build_server
+from memoryd.server.schemas import ToolSchema
+from memoryd.server.service import MemoryService
+
+log = structlog.get_logger(__name__)
+
+DRAIN_SECONDS = 30.0
+"""After a client half-closes, how long its unanswered requests may still run before the end."""
+
+_CLOSED = (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError)
+
+
+async def serve_connection(
+    service: MemoryService,
+    tools: Sequence[ToolSchema],
+    receive: ByteReceiveStream,
+    send: ByteSendStream,
+    *,
+    max_line_bytes: int,
+    agent: str | None = None,
+) -> None:
+    """Serve one client until it leaves. Never raises for anything the client does.
+
+    `agent` pre-binds the connection (the standalone stdio server); a `memoryd/bind` naming another
+    agent is then refused.
+    """
+    try:
+        await _serve(service, tools, receive, send, max_line_bytes=max_line_bytes, agent=agent)
+    except _CLOSED:
+        log.debug("connection_dropped")
+    except Exception:
+        log.exception("connection_failed")
+
+
+async def _serve(
+    service: MemoryService,
+    tools: Sequence[ToolSchema],
+    receive: ByteReceiveStream,
+    send: ByteSendStream,
+    *,
+    max_line_bytes: int,
+    agent: str | None,
+) -> None:
+    lines = LineReader(receive, max_line_bytes)
+    first = await next_message(lines)
+    while isinstance(first, Rejection):
+        await send.send(encode_message(first.response))
+        first = await next_message(lines)
+    if first is None:
+        return
+    pending: JSONRPCMessage | None = first
+    if _is_bind(first):
+        agent = await _accept_bind(service, first, agent, send)
+        if agent is None:
+            return
+        pending = None
+    server = build_server(service, tools, AgentBinding(agent))
+    await _run_session(server, lines, send, pending)
+
+
+async def _accept_bind(
+    service: MemoryService, message: JSONRPCMessage, fixed_agent: str | None, send: ByteSendStream
+) -> str | None:
+    """The bound agent, or None after telling the client why not (the caller then closes)."""
+    request_id = message.id if isinstance(message, JSONRPCRequest) else None
+    params = message.params if isinstance(message, JSONRPCRequest | JSONRPCNotification) else None
+    try:
+        agent = BindParams.model_validate(params or {}, by_name=False).agent
+    except ValidationError:
+        problem = f'{BIND_METHOD} needs params {{"agent": "<id>"}}'
+    else:
+        known = service.agent_ids()
+        if fixed_agent is not None and agent != fixed_agent:
+            problem = f"this connection serves agent {fixed_agent!r} only, not {agent!r}"
+        elif agent not in known:
+            problem = f"unknown agent {agent!r}; this daemon serves: {', '.join(known) or 'no agents'}"
+        else:
+            if request_id is not None:
+                reply = JSONRPCResponse(jsonrpc="2.0", id=request_id, result={"agent": agent})
+                await send.send(encode_message(reply))
+            return agent
+    log.info("bind_refused", reason=problem)
+    await send.send(encode_message(error_response(request_id, INVALID_PARAMS, problem)))
+    return None
+
+
+async def _run_session(
+    server: McpServer, lines: LineReader, send: ByteSendStream, pending: JSONRPCMessage | None
+) -> None:
+    to_server, from_client = anyio.create_memory_object_stream[SessionMessage | Exception](0)
+    to_client, from_server = anyio.create_memory_object_stream[SessionMessage](0)
+    in_flight = _InFlight()
+    async with to_server, from_client, to_client, from_server, anyio.create_task_group() as tg:
+        tg.start_soon(_pump_out, from_server, send, in_flight, tg.cancel_scope)
+        tg.start_soon(_pump_in, lines, pending, to_server, to_client.clone(), in_flight)
+        await server.run(from_client, to_client, server.create_initialization_options())
+
+
+async def _pump_in(
+    lines: LineReader,
+    pending: JSONRPCMessage | None,
+    to_server: MemoryObjectSendStream[SessionMessage | Exception],
+    to_client: MemoryObjectSendStream[SessionMessage],
+    in_flight: _InFlight,
+) -> None:
+    """Client lines to the server; rejected lines are answered here, in order with everything else."""
+    async with to_server, to_client:
+        try:
+            message = pending if pending is not None else await next_message(lines)
+            while message is not None:
+                if isinstance(message, Rejection):
+                    await to_client.send(SessionMessage(message.response))
+                elif _is_bind(message):
+                    request_id = message.id if isinstance(message, JSONRPCRequest) else None
+                    problem = f"{BIND_METHOD} is only accepted as the first message of a connection"
+                    await to_client.send(SessionMessage(error_response(request_id, INVALID_REQUEST, problem)))
+                else:
+                    in_flight.track(message)
+                    await to_server.send(SessionMessage(message))
+                message = await next_message(lines)
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+            return
+        with anyio.move_on_after(DRAIN_SECONDS):
+            await in_flight.wait_idle()
+
+
+async def _pump_out(
+    from_server: MemoryObjectReceiveStream[SessionMessage],
+    send: ByteSendStream,
+    in_flight: _InFlight,
+    connection_scope: CancelScope,
+) -> None:
+    """Server messages to the client, one per line; a client gone mid-write ends the connection."""
+    async with from_server:
+        async for item in from_server:
+            try:
+                await send.send(encode_message(item.message))
+            except _CLOSED:
+                connection_scope.cancel()
+                return
+            in_flight.answered(item.message)
+
+
+class _InFlight:
+    """Ids of client requests not yet answered, so a half-closed client still gets its answers."""
+
+    def __init__(self) -> None:
+        self._ids: set[RequestId] = set()
+        self._idle = anyio.Event()
+        self._idle.set()
+
+    def track(self, message: JSONRPCMessage) -> None:
+        if isinstance(message, JSONRPCRequest):
+            if not self._ids:
+                self._idle = anyio.Event()
+            self._ids.add(message.id)
+        elif isinstance(message, JSONRPCNotification) and message.method == "notifications/cancelled":
+            # A cancelled request gets no answer; stop waiting for one.
+            self._settle((message.params or {}).get("requestId"))
+
+    def answered(self, message: JSONRPCMessage) -> None:
+        if isinstance(message, JSONRPCResponse | JSONRPCError):
+            self._settle(message.id)
+
+    async def wait_idle(self) -> None:
+        await self._idle.wait()
+
+    def _settle(self, request_id: object) -> None:
+        if isinstance(request_id, str | int):
+            self._ids.discard(request_id)
+        if not self._ids:
+            self._idle.set()
+
+
+def _is_bind(message: JSONRPCMessage) -> bool:
+    return isinstance(message, JSONRPCRequest | JSONRPCNotification) and message.method == BIND_METHOD

@@ -1,0 +1,184 @@
+"""The MCP face of memoryd: the three tools plus memoryd's own methods, for one connection's agent.
+
+A low-level `mcp` Server is built per connection, closed over that connection's AgentBinding, so
+an agent can only ever be chosen by the connection, never by a tool argument. Tool mistakes a model
+can fix (bad arguments, a path outside the roots, a missing file) come back as tool errors
+(`isError: true`) with a clear text; anything unexpected is logged and becomes "internal error".
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+import structlog
+from mcp.server import Server, ServerRequestContext
+from mcp.shared.exceptions import MCPError
+from mcp_types import (
+    INTERNAL_ERROR,
+    INVALID_PARAMS,
+    CallToolRequestParams,
+    CallToolResult,
+    ListToolsResult,
+    NotificationParams,
+    PaginatedRequestParams,
+    RequestParams,
+    TextContent,
+    Tool,
+    ToolAnnotations,
+)
+
+import memoryd
+from memoryd.errors import MemorydError, ProtocolError
+from memoryd.server.schemas import ToolSchema, validate_arguments
+from memoryd.server.service import MemoryService
+
+log = structlog.get_logger(__name__)
+
+BIND_METHOD = "memoryd/bind"
+SYNC_METHOD = "memoryd/sync"
+TRANSCRIPT_UPDATED_METHOD = "memoryd/transcriptUpdated"
+
+MEMORYD_ERROR = -32010
+"""JSON-RPC error code of a memoryd failure in memoryd's own requests (implementation-defined band)."""
+
+INSTRUCTIONS = (
+    "Long-term memory for this agent. Before answering anything about prior work, decisions, dates, "
+    "people, preferences or todos, call memory_search; then use memory_get to read the lines you need, "
+    "and cite them as Source: <path#line>."
+)
+
+McpServer = Server[dict[str, Any]]
+
+
+@dataclass(frozen=True, slots=True)
+class AgentBinding:
+    """The agent a connection speaks for; None means "the daemon's only agent", resolved per call."""
+
+    agent: str | None = None
+
+    def resolve(self, service: MemoryService) -> str:
+        if self.agent is not None:
+            return self.agent
+        agents = service.agent_ids()
+        if len(agents) == 1:
+            return agents[0]
+        if not agents:
+            raise ProtocolError("this daemon serves no agents; add one to the configuration")
+        raise ProtocolError(
+            f"this connection is not bound to an agent and the daemon serves several: {', '.join(agents)}; "
+            f'send {{"jsonrpc":"2.0","method":"{BIND_METHOD}","params":{{"agent":"<id>"}}}} as the first '
+            "message (memoryd mcp --agent <id> does this)"
+        )
+
+
+class BindParams(RequestParams):
+    """`memoryd/bind` params (request or notification; the first message of a connection only)."""
+
+    agent: str
+
+
+class SyncParams(RequestParams):
+    """`memoryd/sync` params."""
+
+    force: bool = False
+    reason: str = "client"
+
+
+class TranscriptUpdatedParams(NotificationParams):
+    """`memoryd/transcriptUpdated` params: the transcript file that grew."""
+
+    path: str
+
+
+def build_server(service: MemoryService, tools: Sequence[ToolSchema], binding: AgentBinding) -> McpServer:
+    """A Server for one connection: tools/list from the protocol files, tools/call via the service."""
+    by_name = {tool.name: tool for tool in tools}
+    listing = ListToolsResult(tools=[_describe(tool) for tool in tools])
+
+    async def list_tools(
+        ctx: ServerRequestContext[dict[str, Any]], params: PaginatedRequestParams | None
+    ) -> ListToolsResult:
+        return listing
+
+    async def call_tool(ctx: ServerRequestContext[dict[str, Any]], params: CallToolRequestParams) -> CallToolResult:
+        tool = by_name.get(params.name)
+        if tool is None:
+            raise MCPError(INVALID_PARAMS, f"unknown tool {params.name!r}; this server has: {', '.join(by_name)}")
+        try:
+            arguments = validate_arguments(tool, params.arguments)
+            agent = binding.resolve(service)
+            payload = await _invoke(service, agent, tool.name, arguments)
+        except MemorydError as exc:
+            log.info("tool_error", tool=tool.name, error=str(exc), kind=type(exc).__name__)
+            return _tool_error(str(exc))
+        except Exception:
+            log.exception("tool_failed", tool=tool.name)
+            return _tool_error("internal error")
+        text = orjson.dumps(payload, default=str).decode()
+        return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=payload)
+
+    async def sync(ctx: ServerRequestContext[dict[str, Any]], params: SyncParams) -> dict[str, Any]:
+        try:
+            return await service.sync(binding.resolve(service), force=params.force, reason=params.reason)
+        except MemorydError as exc:
+            raise MCPError(MEMORYD_ERROR, str(exc), {"error": type(exc).__name__}) from exc
+        except Exception as exc:
+            log.exception("sync_failed")
+            raise MCPError(INTERNAL_ERROR, "internal error") from exc
+
+    async def transcript_updated(ctx: ServerRequestContext[dict[str, Any]], params: TranscriptUpdatedParams) -> None:
+        try:
+            await service.transcript_updated(binding.resolve(service), params.path)
+        except MemorydError as exc:
+            log.warning("transcript_update_ignored", path=params.path, error=str(exc))
+        except Exception:
+            log.exception("transcript_update_failed", path=params.path)
+
+    server: McpServer = Server(
+        "memoryd",
+        version=memoryd.__version__,
+        instructions=INSTRUCTIONS,
+        on_list_tools=list_tools,
+        on_call_tool=call_tool,
+    )
+    server.add_request_handler(SYNC_METHOD, SyncParams, sync)
+    server.add_notification_handler(TRANSCRIPT_UPDATED_METHOD, TranscriptUpdatedParams, transcript_updated)
+    return server
+
+
+async def _invoke(service: MemoryService, agent: str, name: str, arguments: dict[str, Any]) -> dict[str, object]:
+    match name:
+        case "memory_search":
+            return await service.search(
+                agent,
+                arguments["query"],
+                max_results=arguments.get("maxResults"),
+                min_score=None if arguments.get("minScore") is None else float(arguments["minScore"]),
+                corpus=arguments["corpus"],
+                wait_fresh_ms=arguments.get("waitFresh"),
+            )
+        case "memory_get":
+            return await service.get(
+                agent, arguments["path"], from_line=arguments.get("from"), lines=arguments.get("lines")
+            )
+        case "status":
+            return await service.status(agent, deep=arguments["deep"])
+    raise ProtocolError(f"unknown tool {name!r}")
+
+
+def _describe(tool: ToolSchema) -> Tool:
+    return Tool(
+        name=tool.name,
+        title=tool.title,
+        description=tool.description,
+        input_schema=tool.input_schema,
+        output_schema=tool.output_schema,
+        annotations=ToolAnnotations(title=tool.title, read_only_hint=True, open_world_hint=False),
+    )
+
+
+def _tool_error(message: str) -> CallToolResult:
+    return CallToolResult(content=[TextContent(type="text", text=message)], is_error=True)

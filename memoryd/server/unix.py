@@ -1,0 +1,209 @@
+"""The daemon's Unix socket: a private directory, one live daemon per socket, same-user peers only.
+
+The socket lives in a 0700 directory and is itself 0600; on top of that every connection's peer
+uid is checked (SO_PEERCRED on Linux, LOCAL_PEERCRED on macOS), so not even root's processes get
+in. A second daemon is kept out twice: an flock on `<socket>.lock`, and a connection attempt
+before anything is replaced — only a socket nobody answers on is treated as stale and removed.
+"""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import os
+import socket
+import stat
+import struct
+import sys
+from collections.abc import Callable, Coroutine, Sequence
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import anyio
+import structlog
+from anyio.abc import SocketAttribute, SocketListener, TaskGroup, TaskStatus
+
+from memoryd.errors import DaemonError
+from memoryd.server.connection import serve_connection
+from memoryd.server.framing import DEFAULT_MAX_LINE_BYTES
+from memoryd.server.schemas import ToolSchema, load_tool_schemas
+from memoryd.server.service import MemoryService
+from memoryd.server.sockets import UnixStream, connect_unix
+
+log = structlog.get_logger(__name__)
+
+SOCKET_MODE = 0o600
+DIRECTORY_MODE = 0o700
+_PROBE_SECONDS = 2.0
+_ACCEPT_BACKOFF_SECONDS = 0.1
+
+# macOS <sys/un.h>: SOL_LOCAL, LOCAL_PEERCRED and sizeof(struct xucred); Python does not export them.
+_SOL_LOCAL = 0
+_LOCAL_PEERCRED = 0x001
+_XUCRED_SIZE = 76
+
+
+async def serve_unix(
+    service: MemoryService,
+    path: Path,
+    *,
+    max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
+    tools: Sequence[ToolSchema] | None = None,
+    allowed_uid: int | None = None,
+    task_status: TaskStatus[Path] = anyio.TASK_STATUS_IGNORED,
+) -> None:
+    """Serve MCP on the socket at `path` until cancelled; reports the path once it accepts connections.
+
+    `allowed_uid` is the uid peers must have (default: this process's). Raises DaemonError when a
+    daemon already answers on `path`, or the path cannot be used; a stale socket file is replaced.
+    """
+    catalog = tools if tools is not None else await anyio.to_thread.run_sync(load_tool_schemas)
+    uid = os.geteuid() if allowed_uid is None else allowed_uid
+    await anyio.to_thread.run_sync(_prepare_directory, path.parent)
+    lock = await anyio.to_thread.run_sync(_lock, path)
+    try:
+        await _remove_stale_socket(path)
+        listener = await _listen(path)
+        identity = _identity(path)
+        try:
+            async with listener, anyio.create_task_group() as connections:
+                log.info("listening", socket=str(path))
+                task_status.started(path)
+                handle = partial(_handle, service=service, tools=catalog, uid=uid, max_line_bytes=max_line_bytes)
+                await _accept_forever(listener, connections, handle)
+        finally:
+            if identity is not None and _identity(path) == identity:
+                with anyio.CancelScope(shield=True):
+                    await anyio.Path(path).unlink(missing_ok=True)
+    finally:
+        os.close(lock)
+
+
+def peer_uid(sock: socket.socket) -> int | None:
+    """The uid of the process at the other end, or None where the platform cannot tell."""
+    uid: int | None = None
+    if sys.platform == "linux":
+        raw = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("iII"))
+        _pid, uid, _gid = struct.unpack("iII", raw)
+    elif sys.platform == "darwin":
+        raw = sock.getsockopt(_SOL_LOCAL, _LOCAL_PEERCRED, _XUCRED_SIZE)
+        _version, uid = struct.unpack_from("=II", raw)
+    return uid
+
+
+async def _handle(
+    client: socket.socket, *, service: MemoryService, tools: Sequence[ToolSchema], uid: int, max_line_bytes: int
+) -> None:
+    try:
+        peer = peer_uid(client)
+        if peer is not None and peer != uid:
+            log.warning("peer_refused", peer_uid=peer)
+            client.close()
+            return
+        async with UnixStream(client) as stream:
+            await serve_connection(service, tools, stream, stream, max_line_bytes=max_line_bytes)
+    except Exception:
+        client.close()
+        log.exception("connection_failed")
+
+
+async def _accept_forever(
+    listener: SocketListener, connections: TaskGroup, handle: Callable[[socket.socket], Coroutine[Any, Any, None]]
+) -> None:
+    """Accept until cancelled, each connection in its own task.
+
+    Waits with `anyio.wait_readable` instead of `listener.accept()`: cancelling the latter while a
+    connection arrives makes anyio's asyncio backend log an InvalidStateError (seen with anyio 4.16).
+    """
+    raw = listener.extra(SocketAttribute.raw_socket)  # noqa: S610 - anyio, not Django
+    while True:
+        await anyio.wait_readable(raw)
+        try:
+            client, _address = raw.accept()
+        except BlockingIOError:
+            continue
+        except OSError as exc:
+            # Out of file descriptors and the like: keep the daemon up and try again shortly.
+            log.warning("accept_failed", error=str(exc))
+            await anyio.sleep(_ACCEPT_BACKOFF_SECONDS)
+            continue
+        connections.start_soon(handle, client)
+
+
+def _prepare_directory(directory: Path) -> None:
+    """Create the socket's directory 0700, or check that an existing one is ours and private."""
+    try:
+        directory.mkdir(parents=True, mode=DIRECTORY_MODE)
+    except FileExistsError:
+        pass
+    except OSError as exc:
+        raise DaemonError(f"cannot create the socket directory {directory}: {exc.strerror}") from exc
+    else:
+        os.chmod(directory, DIRECTORY_MODE)
+        return
+    info = os.stat(directory)
+    if not stat.S_ISDIR(info.st_mode):
+        raise DaemonError(f"{directory} is not a directory")
+    if info.st_uid != os.geteuid():
+        raise DaemonError(f"the socket directory {directory} belongs to uid {info.st_uid}, not to this user")
+    if info.st_mode & 0o077:
+        raise DaemonError(
+            f"the socket directory {directory} is open to others (mode {stat.S_IMODE(info.st_mode):o}); "
+            f"make it private: chmod 700 {directory}"
+        )
+
+
+def _lock(path: Path) -> int:
+    """Hold `<socket>.lock` for the daemon's lifetime: two daemons starting at once cannot both win."""
+    lock_path = path.with_name(path.name + ".lock")
+    try:
+        fd = os.open(lock_path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    except OSError as exc:
+        raise DaemonError(f"cannot open {lock_path}: {exc.strerror}") from exc
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError as exc:
+        os.close(fd)
+        if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN):
+            raise DaemonError(f"another memoryd daemon is running (it holds {lock_path})") from exc
+        raise DaemonError(f"cannot lock {lock_path}: {exc.strerror}") from exc
+    return fd
+
+
+async def _remove_stale_socket(path: Path) -> None:
+    """Refuse if something answers on `path`; remove it if it is a socket nobody answers on."""
+    try:
+        info = os.lstat(path)
+    except FileNotFoundError:
+        return
+    if not stat.S_ISSOCK(info.st_mode):
+        raise DaemonError(f"{path} exists and is not a socket; refusing to replace it")
+    try:
+        with anyio.fail_after(_PROBE_SECONDS):
+            probe = await connect_unix(path)
+    except (ConnectionRefusedError, FileNotFoundError):
+        log.info("stale_socket_removed", socket=str(path))
+        await anyio.Path(path).unlink(missing_ok=True)
+        return
+    except TimeoutError as exc:
+        raise DaemonError(f"something holds {path} but does not answer; refusing to replace it") from exc
+    except OSError as exc:
+        raise DaemonError(f"cannot check {path}: {exc.strerror}") from exc
+    await probe.aclose()
+    raise DaemonError(f"a memoryd daemon is already listening on {path}")
+
+
+async def _listen(path: Path) -> SocketListener:
+    try:
+        return await anyio.create_unix_listener(path, mode=SOCKET_MODE)
+    except OSError as exc:
+        raise DaemonError(f"cannot listen on {path}: {exc.strerror or exc}") from exc
+
+
+def _identity(path: Path) -> tuple[int, int] | None:
+    try:
+        info = os.lstat(path)
+    except OSError:
+        return None
+    return info.st_dev, info.st_ino
