@@ -1,27 +1,40 @@
 """The `memoryd` command line. Output goes to stdout; logs and progress go to stderr.
 
-Commands work in-process on the agent's index (taking the writer lock while they write).
+`search`, `get`, `status`, `sync` and `index` talk to the running daemon when one answers on
+the socket, and work in-process otherwise (taking the index's writer lock while they write).
+`--workspace` agents are ad hoc, so they always run in-process.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import socket
+import subprocess
 import sys
+import time
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
-from typing import TextIO
+from typing import TextIO, TypeVar
 
 import anyio
 import orjson
 
-from memoryd import __version__
+from memoryd import __version__, daemon, paths
 from memoryd import config as config_mod
 from memoryd import logging as logs
 from memoryd.config import AgentConfig, Config
-from memoryd.errors import ConfigError, MemorydError
-from memoryd.index.engine import IndexEngine, SearchResponse
+from memoryd.daemon import DaemonService
+from memoryd.errors import ConfigError, DaemonError, MemorydError, first_error
+from memoryd.index.engine import IndexEngine
+from memoryd.index.supervisor import Supervisor
+from memoryd.index.watcher import Watcher
 from memoryd.progress import ProgressBar
+from memoryd.server.client import call_tool, request_sync
+from memoryd.server.stdio import run_bridge, serve_stdio
 from memoryd.store.lock import WriterLockBusyError
+
+T = TypeVar("T")
 
 EXIT_OK = 0
 EXIT_ERROR = 1
@@ -41,6 +54,9 @@ def _common() -> argparse.ArgumentParser:
     )
     common.add_argument("--state-dir", type=Path, help="where databases live (default: $XDG_STATE_HOME/memoryd)")
     common.add_argument("--log-level", default=None, help="debug, info, warning, error (default: warning)")
+    common.add_argument(
+        "--socket", type=Path, help="the daemon's socket (default: $XDG_RUNTIME_DIR/memoryd/memoryd.sock)"
+    )
     return common
 
 
@@ -49,6 +65,12 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="memoryd", description="Long-term memory search for AI agents.")
     parser.add_argument("--version", action="version", version=f"memoryd {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    p = sub.add_parser("serve", parents=[common], help="run the daemon in the foreground (for systemd/launchd)")
+    p.add_argument("--log-format", choices=["console", "json"], help="log format (default from config: console)")
+
+    p = sub.add_parser("mcp", parents=[common], help="MCP over stdio for Claude and other clients (via the daemon)")
+    p.add_argument("--standalone", action="store_true", help="serve in this process instead of through the daemon")
 
     p = sub.add_parser("index", parents=[common], help="bring the index up to date (--force: full rebuild)")
     p.add_argument("--force", action="store_true", help="rebuild everything into a new database and swap it in")
@@ -86,8 +108,37 @@ def _load(args: argparse.Namespace) -> Config:
     return config_mod.load(args.config, state_dir=args.state_dir, workspace=args.workspace, agent_id=args.agent)
 
 
-def _run_engine(agent: AgentConfig, body: Callable[[IndexEngine], Awaitable[int]], *, writer: bool) -> int:
-    async def main() -> int:
+# ---------------------------------------------------------------------------- daemon or in-process
+
+
+def _socket(args: argparse.Namespace, cfg: Config) -> Path:
+    return args.socket.expanduser() if args.socket else cfg.socket
+
+
+def _live_daemon(args: argparse.Namespace, cfg: Config) -> Path | None:
+    """The daemon's socket if a daemon answers there; ad-hoc `--workspace` agents always run in-process."""
+    if args.workspace is not None:
+        return None
+    path = _socket(args, cfg)
+    return path if daemon_answers(path) else None
+
+
+def daemon_answers(path: Path) -> bool:
+    if not path.exists():
+        return False
+    probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    probe.settimeout(1.0)
+    try:
+        probe.connect(str(path))
+    except OSError:
+        return False
+    finally:
+        probe.close()
+    return True
+
+
+def _run_engine(agent: AgentConfig, body: Callable[[IndexEngine], Awaitable[T]], *, writer: bool) -> T:
+    async def main() -> T:
         engine = IndexEngine(agent, hold_writer_lock=writer)
         await engine.open()
         try:
@@ -98,33 +149,113 @@ def _run_engine(agent: AgentConfig, body: Callable[[IndexEngine], Awaitable[int]
     return anyio.run(main)
 
 
-def cmd_index(args: argparse.Namespace, cfg: Config, out: TextIO) -> int:
-    agent = cfg.agent(args.agent)
-    bar = ProgressBar(f"indexing {agent.id}")
+def _tool(path: Path, agent: str | None, name: str, arguments: dict[str, object]) -> dict[str, object]:
+    """Call a tool on the daemon; a tool error becomes a MemorydError with the daemon's message."""
+    result = anyio.run(call_tool, path, agent, name, arguments)
+    text = " ".join(getattr(c, "text", "") for c in result.content)
+    if result.is_error:
+        raise DaemonError(text or f"{name} failed")
+    data = result.structured_content
+    if not isinstance(data, dict):
+        raise DaemonError(f"the daemon sent no structured result for {name}")
+    return data
 
-    async def body(engine: IndexEngine) -> int:
-        report = await engine.sync("cli", force=args.force, progress=bar)
-        bar.done()
-        if args.json:
-            out.write(_dump(report.to_dict()) + "\n")
-        else:
-            c = report.counts
-            kind = "full rebuild" if report.full else "delta sync"
-            out.write(
-                f"{agent.id}: {kind}: {c.indexed} files indexed, {c.unchanged} unchanged, {c.deleted} removed, "
-                f"{c.chunks} chunks written in {report.duration_ms} ms\n"
-            )
-            for path in c.unreadable:
-                out.write(f"  unreadable (old rows kept): {path}\n")
+
+# ---------------------------------------------------------------------------- commands
+
+
+def cmd_serve(args: argparse.Namespace, cfg: Config, out: TextIO) -> int:
+    d = cfg.daemon
+    stream: TextIO | None = None
+    if d.log_file:
+        log_path = Path(d.log_file).expanduser()
+        log_path.parent.mkdir(parents=True, exist_ok=True)
+        stream = log_path.open("a", encoding="utf-8")
+    logs.configure(args.log_level or d.log_level, args.log_format or d.log_format, stream)
+    return daemon.run(cfg, config_path=args.config, socket_path=args.socket)
+
+
+def cmd_mcp(args: argparse.Namespace, cfg: Config, out: TextIO) -> int:
+    if args.standalone or args.workspace is not None:
+        agent = cfg.agent(args.agent)
+        solo = dataclasses.replace(cfg, agents={agent.id: agent})
+        anyio.run(_standalone, solo, agent.id)
         return EXIT_OK
+    path = _socket(args, cfg)
+    if not daemon_answers(path):
+        start_daemon(args, path)
+    anyio.run(run_bridge, path, args.agent)
+    return EXIT_OK
 
-    return _run_engine(agent, body, writer=True)
+
+async def _standalone(cfg: Config, agent_id: str) -> None:
+    supervisor = Supervisor(cfg)
+    service = DaemonService(supervisor)
+    watcher = Watcher(lambda: list(supervisor.actors.values()))
+    async with anyio.create_task_group() as tg:
+        await tg.start(supervisor.run)
+        await tg.start(watcher.run)
+        await serve_stdio(service, agent_id)
+        tg.cancel_scope.cancel()
 
 
-def _format_search(resp: SearchResponse) -> str:
-    if not resp.results:
+def start_daemon(args: argparse.Namespace, path: Path, timeout_s: float = 20.0) -> None:
+    """Start `memoryd serve` in the background and wait until it answers on its socket."""
+    cmd = [sys.executable, "-m", "memoryd", "serve", "--socket", str(path)]
+    if args.config:
+        cmd += ["--config", str(args.config)]
+    if args.state_dir:
+        cmd += ["--state-dir", str(args.state_dir)]
+    log_path = (args.state_dir or paths.state_dir()) / "daemon.log"
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    with log_path.open("ab") as log_file:
+        subprocess.Popen(  # noqa: S603 - our own interpreter and module
+            cmd, stdin=subprocess.DEVNULL, stdout=log_file, stderr=log_file, start_new_session=True
+        )
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if daemon_answers(path):
+            return
+        time.sleep(0.05)
+    raise DaemonError(f"started memoryd serve but it did not answer on {path} within {timeout_s:.0f} s; see {log_path}")
+
+
+def cmd_index(args: argparse.Namespace, cfg: Config, out: TextIO) -> int:
+    live = _live_daemon(args, cfg)
+    if live is not None:
+        report = anyio.run(lambda: request_sync(live, args.agent, force=args.force, reason="cli"))
+    else:
+        agent = cfg.agent(args.agent)
+        bar = ProgressBar(f"indexing {agent.id}")
+
+        async def body(engine: IndexEngine) -> dict[str, object]:
+            result = await engine.sync("cli", force=args.force, progress=bar)
+            bar.done()
+            return result.to_dict()
+
+        report = _run_engine(agent, body, writer=True)
+    if args.json:
+        out.write(_dump(report) + "\n")
+        return EXIT_OK
+    kind = "full rebuild" if report.get("full") else "delta sync"
+    out.write(
+        f"{kind}: {report.get('indexed')} files indexed, {report.get('unchanged')} unchanged, "
+        f"{report.get('deleted')} removed, {report.get('chunks')} chunks written in {report.get('durationMs')} ms\n"
+    )
+    unreadable = report.get("unreadable")
+    for path in unreadable if isinstance(unreadable, list) else []:
+        out.write(f"  unreadable (old rows kept): {path}\n")
+    return EXIT_OK
+
+
+def format_search(resp: dict[str, object]) -> str:
+    results = resp.get("results")
+    if not isinstance(results, list) or not results:
         return "No matches.\n"
-    parts = [f"{r.score:.3f} {r.path}:{r.start_line}-{r.end_line}\n{r.snippet.rstrip()}\n\n" for r in resp.results]
+    parts = []
+    for r in results:
+        snippet = str(r.get("snippet", "")).rstrip()
+        parts.append(f"{float(r['score']):.3f} {r['path']}:{r['startLine']}-{r['endLine']}\n{snippet}\n\n")
     return "".join(parts)
 
 
@@ -133,32 +264,54 @@ def cmd_search(args: argparse.Namespace, cfg: Config, out: TextIO) -> int:
     if not query or not query.strip():
         sys.stderr.write("memoryd search: a query is required (positional or --query)\n")
         return EXIT_ERROR
-    agent = cfg.agent(args.agent)
+    live = _live_daemon(args, cfg)
+    if live is not None:
+        arguments: dict[str, object] = {"query": query, "corpus": args.corpus}
+        if args.max_results is not None:
+            arguments["maxResults"] = args.max_results
+        if args.min_score is not None:
+            arguments["minScore"] = args.min_score
+        resp = _tool(live, args.agent, "memory_search", arguments)
+    else:
+        agent = cfg.agent(args.agent)
 
-    async def body(engine: IndexEngine) -> int:
-        if not args.no_sync:
-            try:
-                engine._lock.acquire()
-            except WriterLockBusyError:
-                pass
-            else:
-                await engine.sync("search")
-        resp = await engine.search(query, max_results=args.max_results, min_score=args.min_score, corpus=args.corpus)
-        out.write(_dump(resp.to_dict()) + "\n" if args.json else _format_search(resp))
-        return EXIT_OK
+        async def body(engine: IndexEngine) -> dict[str, object]:
+            if not args.no_sync:
+                try:
+                    engine.take_writer_lock()
+                except WriterLockBusyError:
+                    pass  # somebody else is writing: search the index as it is
+                else:
+                    await engine.sync("search")
+            result = await engine.search(
+                query, max_results=args.max_results, min_score=args.min_score, corpus=args.corpus
+            )
+            return result.to_dict()
 
-    return _run_engine(agent, body, writer=False)
+        resp = _run_engine(agent, body, writer=False)
+    out.write(_dump(resp) + "\n" if args.json else format_search(resp))
+    return EXIT_OK
 
 
 def cmd_get(args: argparse.Namespace, cfg: Config, out: TextIO) -> int:
-    agent = cfg.agent(args.agent)
+    live = _live_daemon(args, cfg)
+    if live is not None:
+        arguments: dict[str, object] = {"path": args.path}
+        if args.from_line is not None:
+            arguments["from"] = args.from_line
+        if args.lines is not None:
+            arguments["lines"] = args.lines
+        got = _tool(live, args.agent, "memory_get", arguments)
+    else:
+        agent = cfg.agent(args.agent)
 
-    async def body(engine: IndexEngine) -> int:
-        sl = engine.read_file(args.path, from_line=args.from_line, lines=args.lines)
-        out.write(_dump(sl.to_dict()) + "\n" if args.json else sl.text + ("" if sl.text.endswith("\n") else "\n"))
-        return EXIT_OK
+        async def body(engine: IndexEngine) -> dict[str, object]:
+            return engine.read_file(args.path, from_line=args.from_line, lines=args.lines).to_dict()
 
-    return _run_engine(agent, body, writer=False)
+        got = _run_engine(agent, body, writer=False)
+    text = str(got.get("text", ""))
+    out.write(_dump(got) + "\n" if args.json else text + ("" if text.endswith("\n") else "\n"))
+    return EXIT_OK
 
 
 def _format_status(st: dict[str, object]) -> str:
@@ -167,15 +320,21 @@ def _format_status(st: dict[str, object]) -> str:
 
 
 def cmd_status(args: argparse.Namespace, cfg: Config, out: TextIO) -> int:
-    agents = [cfg.agent(args.agent)] if args.agent or args.workspace else list(cfg.agents.values())
+    live = _live_daemon(args, cfg)
     statuses: list[dict[str, object]] = []
-    for agent in agents:
+    if live is not None:
+        agent_ids = [args.agent] if args.agent else list(cfg.agents)
+        statuses = [_tool(live, a, "status", {"deep": args.deep}) for a in agent_ids]
+    else:
+        agents = [cfg.agent(args.agent)] if args.agent or args.workspace else list(cfg.agents.values())
+        for agent in agents:
 
-        async def body(engine: IndexEngine) -> int:
-            statuses.append(engine.status())
-            return EXIT_OK
+            async def body(engine: IndexEngine) -> dict[str, object]:
+                st = engine.status()
+                st["daemon"] = None
+                return st
 
-        _run_engine(agent, body, writer=False)
+            statuses.append(_run_engine(agent, body, writer=False))
     if args.json:
         out.write(_dump(statuses[0] if len(statuses) == 1 else statuses) + "\n")
     else:
@@ -185,24 +344,22 @@ def cmd_status(args: argparse.Namespace, cfg: Config, out: TextIO) -> int:
 
 def cmd_config(args: argparse.Namespace, cfg: Config, out: TextIO) -> int:
     if args.agent or args.workspace:
-        agent = cfg.agent(args.agent)
-        out.write(_dump(config_mod.to_dict(agent)) + "\n")
-    else:
-        out.write(
-            _dump(
-                {
-                    "source": str(cfg.source_file) if cfg.source_file else None,
-                    "stateDir": str(cfg.state_dir),
-                    "daemon": config_mod.to_dict(cfg.daemon),
-                    "agents": {k: config_mod.to_dict(a) for k, a in cfg.agents.items()},
-                }
-            )
-            + "\n"
-        )
+        out.write(_dump(config_mod.to_dict(cfg.agent(args.agent))) + "\n")
+        return EXIT_OK
+    shown = {
+        "source": str(cfg.source_file) if cfg.source_file else None,
+        "stateDir": str(cfg.state_dir),
+        "socket": str(cfg.socket),
+        "daemon": config_mod.to_dict(cfg.daemon),
+        "agents": {k: config_mod.to_dict(a) for k, a in cfg.agents.items()},
+    }
+    out.write(_dump(shown) + "\n")
     return EXIT_OK
 
 
 COMMANDS: dict[str, Callable[[argparse.Namespace, Config, TextIO], int]] = {
+    "serve": cmd_serve,
+    "mcp": cmd_mcp,
     "index": cmd_index,
     "sync": cmd_index,
     "search": cmd_search,
@@ -215,7 +372,8 @@ COMMANDS: dict[str, Callable[[argparse.Namespace, Config, TextIO], int]] = {
 def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
     args = build_parser().parse_args(argv)
     stdout = out if out is not None else sys.stdout
-    logs.configure(args.log_level or "warning")
+    if args.command != "serve":
+        logs.configure(args.log_level or "warning")
     try:
         cfg = _load(args)
         return COMMANDS[args.command](args, cfg, stdout)
@@ -227,3 +385,11 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
         return EXIT_ERROR
     except KeyboardInterrupt:
         return 130
+    except BaseExceptionGroup as group:  # errors raised inside task groups (socket clients, the daemon)
+        inner = first_error(group)
+        if isinstance(inner, KeyboardInterrupt):
+            return 130
+        if not isinstance(inner, MemorydError | ConfigError):
+            raise
+        sys.stderr.write(f"memoryd {args.command}: {inner}\n")
+        return EXIT_USAGE if isinstance(inner, ConfigError) else EXIT_ERROR

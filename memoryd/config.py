@@ -77,6 +77,7 @@ class SessionSyncSettings:
     delta_bytes: int = 100_000
     delta_messages: int = 50
     post_compaction_force: bool = True
+    debounce_ms: int = 5000
 
 
 @dataclass(frozen=True, slots=True)

@@ -85,3 +85,10 @@ class DaemonError(MemorydError):
 
 class ProtocolError(MemorydError):
     """A client sent a malformed request."""
+
+
+def first_error(exc: BaseException) -> BaseException:
+    """The first leaf of (nested) exception groups: what task groups wrap, edges want to report."""
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    return exc

@@ -187,6 +187,10 @@ class IndexEngine:
                 self.state.indexed_at = max(self.state.indexed_at, int(store.get_value(INDEXED_AT_KEY) or 0))
         self.state.last_sync_saved = store.get_value(LAST_SYNC_KEY)
 
+    def take_writer_lock(self) -> None:
+        """Become the writer (raises WriterLockBusyError when another process is)."""
+        self._lock.acquire()
+
     def _connect_writer(self) -> IndexStore:
         vector = self.settings.store.vector
         conn, vec = connect(self.agent.db_path, vec_path=vector.extension_path, vec_enabled=vector.enabled)
@@ -633,7 +637,7 @@ class IndexEngine:
                 if self.provider is None and self.provider_unavailable_reason
                 else None
             ),
-            "searchMode": "hybrid" if self.provider is not None else "fts-only",
+            "searchMode": "hybrid" if self.provider is not None else "keyword",
             "providerUnavailableReason": self.provider_unavailable_reason,
             "readonlyRecovery": {
                 "attempts": rec.attempts,

@@ -1,0 +1,160 @@
+"""`memoryd serve`: the per-user daemon.
+
+Start-up order matters: the socket is claimed first (a second daemon finds the live one and
+exits before it touches any database), then the supervisor starts the agents' actors, then the
+watcher. SIGTERM/SIGINT shut down cleanly (in-flight writes finish in their threads and commit
+or roll back); SIGHUP reloads the configuration and adds, removes or restarts agents.
+"""
+
+from __future__ import annotations
+
+import signal
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+
+import anyio
+import structlog
+from anyio.abc import TaskStatus
+
+from memoryd import config as config_mod
+from memoryd.config import Config
+from memoryd.errors import AccessDeniedError, ConfigError, MemorydError, first_error
+from memoryd.index.actor import AgentIndex, ProviderFactory
+from memoryd.index.supervisor import Supervisor
+from memoryd.index.watcher import Watcher
+from memoryd.server.service import Corpus
+from memoryd.server.unix import serve_unix
+
+log = structlog.get_logger(__name__)
+
+
+class DaemonService:
+    """The MemoryService the MCP edge calls, backed by the supervisor's actors."""
+
+    def __init__(self, supervisor: Supervisor) -> None:
+        self.supervisor = supervisor
+        self.started = time.monotonic()
+
+    def agent_ids(self) -> list[str]:
+        return self.supervisor.agent_ids()
+
+    async def _actor(self, agent: str) -> AgentIndex:
+        await self.supervisor.ready.wait()
+        return self.supervisor.actor(agent)
+
+    async def search(
+        self,
+        agent: str,
+        query: str,
+        *,
+        max_results: int | None,
+        min_score: float | None,
+        corpus: Corpus,
+        wait_fresh_ms: int | None,
+    ) -> dict[str, object]:
+        actor = await self._actor(agent)
+        resp = await actor.search(
+            query, max_results=max_results, min_score=min_score, corpus=corpus, wait_fresh_ms=wait_fresh_ms
+        )
+        return resp.to_dict()
+
+    async def get(self, agent: str, path: str, *, from_line: int | None, lines: int | None) -> dict[str, object]:
+        actor = await self._actor(agent)
+        return (await actor.get(path, from_line=from_line, lines=lines)).to_dict()
+
+    async def status(self, agent: str, *, deep: bool) -> dict[str, object]:
+        actor = await self._actor(agent)
+        st = await actor.status()
+        last = actor.engine.state.last_sync
+        st["daemon"] = {
+            "uptimeS": round(time.monotonic() - self.started, 3),
+            "queueDepth": actor.queue_depth,
+            "agents": self.agent_ids(),
+            "lastSync": None
+            if last is None
+            else {
+                "reason": last.reason,
+                "at": last.to_dict()["at"],
+                "durationMs": last.duration_ms,
+                "error": last.error,
+            },
+        }
+        return st
+
+    async def sync(self, agent: str, *, force: bool, reason: str) -> dict[str, object]:
+        actor = await self._actor(agent)
+        return (await actor.request_sync(reason, force=force)).to_dict()
+
+    async def transcript_updated(self, agent: str, path: str) -> None:
+        actor = await self._actor(agent)
+        sessions_dir = actor.agent.sessions_dir
+
+        def resolve() -> Path:
+            p = Path(path).expanduser()
+            if not p.is_absolute():
+                p = sessions_dir / p.name if p.parts[:1] == ("sessions",) else actor.agent.workspace / p
+            if p.parent.resolve() != sessions_dir.resolve():
+                raise AccessDeniedError(f"{path} is not in agent {agent!r}'s sessions directory {sessions_dir}")
+            return p
+
+        actor.transcript_updated(await anyio.to_thread.run_sync(resolve))
+
+
+async def _signals(
+    tg_cancel: Callable[[], None], reload: Callable[[], Awaitable[None]], *, task_status: TaskStatus[None]
+) -> None:
+    with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT, signal.SIGHUP) as signals:
+        task_status.started()
+        async for signum in signals:
+            if signum == signal.SIGHUP:
+                await reload()
+            else:
+                log.info("shutting down", signal=signal.Signals(signum).name)
+                tg_cancel()
+                return
+
+
+async def serve(
+    cfg: Config,
+    *,
+    config_path: Path | None = None,
+    socket_path: Path | None = None,
+    provider_factory: ProviderFactory | None = None,
+    task_status: TaskStatus[Path] = anyio.TASK_STATUS_IGNORED,
+) -> None:
+    """Run the daemon until SIGTERM/SIGINT (or cancellation)."""
+    path = socket_path or cfg.socket
+    supervisor = Supervisor(cfg, provider_factory=provider_factory)
+    service = DaemonService(supervisor)
+    watcher = Watcher(lambda: list(supervisor.actors.values()))
+
+    async def reload() -> None:
+        try:
+            new = config_mod.load(config_path or cfg.source_file, state_dir=cfg.state_dir)
+        except ConfigError as exc:
+            log.error("config reload failed; keeping the current configuration", error=str(exc))  # noqa: TRY400
+            return
+        await supervisor.apply(new)
+        watcher.restart()
+
+    async with anyio.create_task_group() as tg:
+        await tg.start(serve_unix, service, path)
+        await tg.start(_signals, tg.cancel_scope.cancel, reload)
+        await tg.start(supervisor.run)
+        await tg.start(watcher.run)
+        log.info("memoryd ready", socket=str(path), agents=supervisor.agent_ids())
+        task_status.started(path)
+
+
+def run(cfg: Config, *, config_path: Path | None = None, socket_path: Path | None = None) -> int:
+    """Blocking entry point for the CLI."""
+    try:
+        anyio.run(lambda: serve(cfg, config_path=config_path, socket_path=socket_path))
+    except (MemorydError, BaseExceptionGroup) as exc:
+        inner = first_error(exc)
+        if not isinstance(inner, MemorydError):
+            raise
+        log.error("memoryd cannot start", error=str(inner))  # noqa: TRY400
+        return 1
+    return 0

@@ -1,0 +1,253 @@
+"""AgentIndex: the actor that owns one agent's index inside the daemon.
+
+It owns the engine (and so the database writer) and a mailbox. Watcher changes, transcript
+events, interval ticks and client sync requests all become messages; the actor coalesces what
+is queued (debouncing watcher bursts) and runs one sync at a time. Searches never wait for a
+sync: a search on a dirty index starts a background sync and answers from the index as it is,
+unless the caller asked to wait (`wait_fresh_ms`) or the index has never been built.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import anyio
+import anyio.to_thread
+import structlog
+from anyio.abc import TaskStatus
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+
+from memoryd.config import AgentConfig
+from memoryd.embeddings.base import EmbeddingProvider
+from memoryd.errors import MemorydError
+from memoryd.index.engine import IndexEngine, SearchResponse, SyncReport
+from memoryd.index.sessions import SessionDeltaTracker
+from memoryd.sources.discovery import list_session_files
+from memoryd.sources.readfile import FileSlice
+
+log = structlog.get_logger(__name__)
+
+MAILBOX_SIZE = 1024
+
+
+@dataclass(slots=True)
+class _SyncJob:
+    """A request to sync, possibly with someone waiting for its report."""
+
+    reason: str
+    force: bool = False
+    session_files: tuple[Path, ...] = ()
+    watch: bool = False
+    done: anyio.Event | None = None
+    report: list[SyncReport | BaseException] = field(default_factory=list)
+
+
+ProviderFactory = Callable[[AgentConfig], Awaitable[tuple[EmbeddingProvider | None, str | None]]]
+
+
+class AgentIndex:
+    def __init__(self, agent: AgentConfig, *, provider_factory: ProviderFactory | None = None) -> None:
+        self.agent = agent
+        self.settings = agent.settings
+        self._provider_factory = provider_factory
+        self.engine = IndexEngine(agent)
+        send, recv = anyio.create_memory_object_stream[_SyncJob](MAILBOX_SIZE)
+        self._send: MemoryObjectSendStream[_SyncJob] = send
+        self._recv: MemoryObjectReceiveStream[_SyncJob] = recv
+        self._synced = anyio.Event()
+        self._first_sync = anyio.Event()
+        self._sessions = SessionDeltaTracker(
+            self.settings.sync.sessions.delta_bytes, self.settings.sync.sessions.delta_messages
+        )
+        self._pending_transcripts: set[Path] = set()
+        self._transcript_wakeup = anyio.Event()
+        self._syncing = False
+        self.started_at = time.time()
+        self.watch_mode = "off"
+        self.watch_error: str | None = None
+
+    # ------------------------------------------------------------------ lifecycle
+
+    async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+        await self.engine.open()
+        try:
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(self._consume)
+                tg.start_soon(self._transcript_loop)
+                if self.settings.sync.interval_minutes > 0:
+                    tg.start_soon(self._interval_loop)
+                if self._provider_factory is not None:
+                    tg.start_soon(self._load_provider)
+                self._post(_SyncJob("startup"))
+                task_status.started()
+        finally:
+            with anyio.CancelScope(shield=True):
+                await anyio.to_thread.run_sync(self.engine.close)
+
+    async def _load_provider(self) -> None:
+        """Pick the embedding provider in the background: start-up never waits for a model to load."""
+        assert self._provider_factory is not None
+        try:
+            provider, reason = await self._provider_factory(self.agent)
+        except MemorydError as exc:
+            provider, reason = None, str(exc)
+        self.engine.provider_unavailable_reason = reason
+        if provider is not None:
+            self.engine.provider = provider
+            self._post(_SyncJob("provider-ready"))
+
+    def _post(self, job: _SyncJob) -> None:
+        try:
+            self._send.send_nowait(job)
+        except anyio.WouldBlock:
+            log.warning("mailbox full; change coalesced into the next sync", agent=self.agent.id)
+            self.engine.mark_dirty()
+
+    # ------------------------------------------------------------------ inputs
+
+    def files_changed(self, count: int = 1) -> None:
+        """The watcher saw memory files change."""
+        for _ in range(count):
+            self.engine.mark_dirty()
+        if self.settings.sync.watch:
+            self._post(_SyncJob("watch", watch=True))
+
+    def transcript_updated(self, path: Path) -> None:
+        """A transcript grew (watcher or client event); counted against the delta thresholds."""
+        self._pending_transcripts.add(path)
+        self._transcript_wakeup.set()
+
+    async def request_sync(self, reason: str, *, force: bool = False) -> SyncReport:
+        job = _SyncJob(reason, force=force, done=anyio.Event())
+        self._post(job)
+        assert job.done is not None
+        await job.done.wait()
+        result = job.report[0]
+        if isinstance(result, BaseException):
+            raise result
+        return result
+
+    @property
+    def queue_depth(self) -> int:
+        return self._recv.statistics().current_buffer_used
+
+    # ------------------------------------------------------------------ loops
+
+    async def _consume(self) -> None:
+        debounce = self.settings.sync.watch_debounce_ms / 1000
+        async with self._recv:
+            async for first in self._recv:
+                jobs = [first]
+                if first.watch and first.done is None:
+                    # Trailing debounce: wait until the watcher has been quiet for `debounce`.
+                    while True:
+                        with anyio.move_on_after(debounce):
+                            jobs.append(await self._recv.receive())
+                            if jobs[-1].done is not None:
+                                break
+                            continue
+                        break
+                while True:
+                    try:
+                        jobs.append(self._recv.receive_nowait())
+                    except anyio.WouldBlock:
+                        break
+                await self._run_jobs(jobs)
+
+    async def _run_jobs(self, jobs: list[_SyncJob]) -> None:
+        force = any(j.force for j in jobs)
+        targeted = [j for j in jobs if j.session_files]
+        reason = next((j.reason for j in jobs if j.done is not None), jobs[0].reason)
+        session_files: tuple[Path, ...] = ()
+        if len(targeted) == len(jobs) and not force:
+            session_files = tuple(dict.fromkeys(p for j in targeted for p in j.session_files))
+        self._syncing = True
+        try:
+            report: SyncReport | BaseException = await self.engine.sync(
+                reason, force=force, session_files=session_files
+            )
+        except MemorydError as exc:
+            report = exc
+        except Exception as exc:  # a bug: keep the actor alive, tell the waiters, log the traceback
+            log.exception("sync crashed", agent=self.agent.id)
+            report = MemorydError(f"internal error during sync: {exc}")
+        finally:
+            self._syncing = False
+        if not isinstance(report, BaseException):
+            await anyio.to_thread.run_sync(self._baseline_sessions)
+        for job in jobs:
+            if job.done is not None:
+                job.report.append(report)
+                job.done.set()
+        self._first_sync.set()
+        self._synced.set()
+        self._synced = anyio.Event()
+
+    def _baseline_sessions(self) -> None:
+        for f in list_session_files(self.agent.sessions_dir):
+            self._sessions.baseline(f.abs_path)
+
+    async def _transcript_loop(self) -> None:
+        while True:
+            await self._transcript_wakeup.wait()
+            self._transcript_wakeup = anyio.Event()
+            await anyio.sleep(self.settings.sync.sessions.debounce_ms / 1000)
+            pending, self._pending_transcripts = self._pending_transcripts, set()
+            qualifying = await anyio.to_thread.run_sync(self._qualifying, pending)
+            if qualifying:
+                self.engine.mark_dirty(sessions=[str(p) for p in qualifying])
+                self._post(_SyncJob("session-delta", session_files=tuple(qualifying)))
+
+    def _qualifying(self, pending: set[Path]) -> list[Path]:
+        return [p for p in sorted(pending) if self._sessions.observe(p)]
+
+    async def _interval_loop(self) -> None:
+        while True:
+            await anyio.sleep(self.settings.sync.interval_minutes * 60)
+            self._post(_SyncJob("interval"))
+
+    # ------------------------------------------------------------------ queries
+
+    async def search(
+        self,
+        query: str,
+        *,
+        max_results: int | None,
+        min_score: float | None,
+        corpus: str,
+        wait_fresh_ms: int | None,
+    ) -> SearchResponse:
+        if not self._first_sync.is_set() and await self.engine.is_empty():
+            await self._first_sync.wait()  # bootstrap: nothing to answer from yet
+        if wait_fresh_ms:
+            with anyio.move_on_after(wait_fresh_ms / 1000):
+                while self._stale():
+                    if not self._syncing:
+                        self._post(_SyncJob("search"))
+                    await self._synced.wait()
+        elif self._stale() and self.settings.sync.on_search and not self._syncing:
+            self._post(_SyncJob("search"))
+        return await self.engine.search(query, max_results=max_results, min_score=min_score, corpus=corpus)
+
+    def _stale(self) -> bool:
+        state = self.engine.state
+        return state.dirty or bool(state.dirty_sessions) or state.pending > 0 or bool(self._pending_transcripts)
+
+    async def get(self, path: str, *, from_line: int | None, lines: int | None) -> FileSlice:
+        return await anyio.to_thread.run_sync(lambda: self.engine.read_file(path, from_line=from_line, lines=lines))
+
+    async def status(self) -> dict[str, object]:
+        st = await anyio.to_thread.run_sync(self.engine.status)
+        st["watch"] = {"mode": self.watch_mode, "error": self.watch_error}
+        st["queueDepth"] = self.queue_depth
+        st["syncing"] = self._syncing
+        st["pendingTranscripts"] = len(self._pending_transcripts)
+        return st
+
+    async def aclose(self) -> None:
+        with contextlib.suppress(anyio.ClosedResourceError):
+            await self._send.aclose()

@@ -1,0 +1,82 @@
+"""Session-transcript growth counted against thresholds (spec §3.8).
+
+A transcript that grows a little is not worth a sync; one that grew by `delta_bytes` bytes or
+`delta_messages` lines is. Blocking (it stats and reads files): call from a worker thread.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+READ_BUFFER = 64 * 1024
+
+
+@dataclass(slots=True)
+class _Counters:
+    last_size: int = 0
+    pending_bytes: int = 0
+    pending_messages: int = 0
+
+
+def _count_newlines(path: Path, start: int, end: int) -> int:
+    count = 0
+    with open(path, "rb") as fh:
+        fh.seek(start)
+        remaining = end - start
+        while remaining > 0:
+            block = fh.read(min(READ_BUFFER, remaining))
+            if not block:
+                break
+            count += block.count(b"\n")
+            remaining -= len(block)
+    return count
+
+
+class SessionDeltaTracker:
+    def __init__(self, delta_bytes: int, delta_messages: int) -> None:
+        self.delta_bytes = delta_bytes
+        self.delta_messages = delta_messages
+        self._files: dict[str, _Counters] = {}
+
+    def baseline(self, path: Path) -> None:
+        """The file is indexed as it is now: count growth from here."""
+        try:
+            size = path.stat().st_size
+        except OSError:
+            self._files.pop(str(path), None)
+            return
+        self._files[str(path)] = _Counters(last_size=size)
+
+    def observe(self, path: Path) -> bool:
+        """Account for the file's growth since last seen; True when it crossed a threshold."""
+        key = str(path)
+        state = self._files.setdefault(key, _Counters())
+        try:
+            size = os.stat(path).st_size
+        except OSError:
+            self._files.pop(key, None)
+            return False
+        if size > state.last_size:
+            start, grew = state.last_size, size - state.last_size
+        elif size < state.last_size:
+            start, grew = 0, size  # rewritten: count the whole file
+        else:
+            start, grew = size, 0
+        state.pending_bytes += grew
+        counting = self.delta_messages > 0 and (self.delta_bytes <= 0 or state.pending_bytes < self.delta_bytes)
+        if grew and counting:
+            with contextlib.suppress(OSError):
+                state.pending_messages += _count_newlines(path, start, size)
+        state.last_size = size
+        by_bytes = state.pending_bytes >= self.delta_bytes if self.delta_bytes > 0 else state.pending_bytes > 0
+        by_lines = (
+            state.pending_messages >= self.delta_messages if self.delta_messages > 0 else state.pending_messages > 0
+        )
+        if not (by_bytes or by_lines):
+            return False
+        state.pending_bytes = max(0, state.pending_bytes - self.delta_bytes) if self.delta_bytes > 0 else 0
+        state.pending_messages = max(0, state.pending_messages - self.delta_messages) if self.delta_messages > 0 else 0
+        return True

@@ -1,0 +1,124 @@
+"""The supervisor: one AgentIndex actor per configured agent, restarted with backoff when it crashes.
+
+It owns the actors' task group, routes requests by agent id, and applies a new configuration
+(SIGHUP): removed agents are stopped, new ones started, changed ones restarted.
+"""
+
+from __future__ import annotations
+
+import anyio
+import structlog
+from anyio.abc import TaskGroup, TaskStatus
+
+from memoryd.config import AgentConfig, Config
+from memoryd.errors import DaemonError, NotFoundError
+from memoryd.index.actor import AgentIndex, ProviderFactory
+
+log = structlog.get_logger(__name__)
+
+BACKOFF_START_S = 1.0
+BACKOFF_MAX_S = 60.0
+
+
+class Supervisor:
+    def __init__(self, cfg: Config, *, provider_factory: ProviderFactory | None = None) -> None:
+        self.cfg = cfg
+        self._provider_factory = provider_factory
+        self.actors: dict[str, AgentIndex] = {}
+        self.failures: dict[str, str] = {}
+        self._agents: dict[str, AgentConfig] = {}
+        self._scopes: dict[str, anyio.CancelScope] = {}
+        self._stopped: dict[str, anyio.Event] = {}
+        self._tg: TaskGroup | None = None
+        self.ready = anyio.Event()
+
+    def agent_ids(self) -> list[str]:
+        return [a for a in self.cfg.agents if a in self._agents]
+
+    def actor(self, agent_id: str) -> AgentIndex:
+        actor = self.actors.get(agent_id)
+        if actor is not None:
+            return actor
+        if agent_id in self.failures:
+            raise DaemonError(f"agent {agent_id!r} is restarting after an error: {self.failures[agent_id]}")
+        known = ", ".join(self.agent_ids()) or "(none)"
+        raise NotFoundError(f"unknown agent {agent_id!r}; configured agents: {known}")
+
+    async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+        async with anyio.create_task_group() as tg:
+            self._tg = tg
+            for agent in self.cfg.agents.values():
+                if agent.settings.enabled:
+                    await self._start(agent)
+            self.ready.set()
+            task_status.started()
+            await anyio.sleep_forever()
+
+    async def _start(self, agent: AgentConfig) -> None:
+        assert self._tg is not None
+        scope = anyio.CancelScope()
+        self._scopes[agent.id] = scope
+        self._stopped[agent.id] = stopped = anyio.Event()
+        self._agents[agent.id] = agent
+        await self._tg.start(self._supervise, agent, scope, stopped)
+
+    async def _supervise(
+        self,
+        agent: AgentConfig,
+        scope: anyio.CancelScope,
+        stopped: anyio.Event,
+        *,
+        task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED,
+    ) -> None:
+        try:
+            await self._keep_running(agent, scope, task_status)
+        finally:
+            stopped.set()
+
+    async def _keep_running(self, agent: AgentConfig, scope: anyio.CancelScope, task_status: TaskStatus[None]) -> None:
+        delay = BACKOFF_START_S
+        reported = False
+        with scope:
+            while True:
+                actor = AgentIndex(agent, provider_factory=self._provider_factory)
+                try:
+                    async with anyio.create_task_group() as inner:
+                        await inner.start(actor.run)
+                        self.actors[agent.id] = actor
+                        self.failures.pop(agent.id, None)
+                        if not reported:
+                            task_status.started()
+                            reported = True
+                        delay = BACKOFF_START_S
+                except Exception as exc:
+                    self.actors.pop(agent.id, None)
+                    self.failures[agent.id] = str(exc)
+                    log.exception("agent index failed; restarting", agent=agent.id, retry_in_s=delay)
+                    if not reported:
+                        task_status.started()
+                        reported = True
+                    await anyio.sleep(delay)
+                    delay = min(delay * 2, BACKOFF_MAX_S)
+                else:
+                    return
+                finally:
+                    if self.actors.get(agent.id) is actor:
+                        self.actors.pop(agent.id, None)
+
+    async def apply(self, cfg: Config) -> dict[str, list[str]]:
+        """Switch to a new configuration; returns the agents added, removed and restarted."""
+        old = self._agents
+        new = {a.id: a for a in cfg.agents.values() if a.settings.enabled}
+        removed = [a for a in old if a not in new]
+        added = [a for a in new if a not in old]
+        changed = [a for a in new if a in old and new[a] != old[a]]
+        for agent_id in removed + changed:
+            self._scopes.pop(agent_id).cancel()
+            await self._stopped.pop(agent_id).wait()  # the old actor has closed its database
+            self._agents.pop(agent_id, None)
+            self.actors.pop(agent_id, None)
+        self.cfg = cfg
+        for agent_id in added + changed:
+            await self._start(new[agent_id])
+        log.info("configuration applied", added=added, removed=removed, restarted=changed)
+        return {"added": added, "removed": removed, "restarted": changed}

@@ -1,0 +1,206 @@
+"""One file watcher for every agent: watchfiles over the memory roots, changes routed to actors.
+
+What is watched recursively: each agent's `memory/` directory, its extra directories (and the
+folders holding extra files) and its sessions directory. Workspaces themselves are not watched
+recursively (a workspace may be a large tree): the root notes (`MEMORY.md`, `memory.md`) and the
+appearance or removal of any root are checked by a cheap stat poll every `poll_s` seconds, which
+also restarts the watcher on a new root set — so folders and extra paths created after start are
+picked up. When the OS watcher fails (inotify limits, EMFILE) the watcher falls back to polling
+and every actor's status says so.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import anyio
+import structlog
+import watchfiles
+from anyio.abc import TaskStatus
+
+from memoryd.index.actor import AgentIndex
+from memoryd.sources.discovery import IGNORED_DIRS, ROOT_NOTES
+from memoryd.sources.transcripts import is_transcript_name
+
+log = structlog.get_logger(__name__)
+
+POLL_S = 2.0
+WATCH_DEBOUNCE_MS = 100
+POLLING_DELAY_MS = 500
+
+
+@dataclass(frozen=True, slots=True)
+class _Roots:
+    recursive: tuple[str, ...]
+    notes: tuple[str, ...]
+
+
+def _inside(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
+
+
+def _ignored(path: str, root: str) -> bool:
+    rel = os.path.relpath(path, root)
+    return any(part.lower() in IGNORED_DIRS for part in Path(rel).parts)
+
+
+def _stat_key(path: str) -> tuple[int, int] | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return (st.st_mtime_ns, st.st_size)
+
+
+class Watcher:
+    def __init__(self, actors: Callable[[], Sequence[AgentIndex]], *, poll_s: float = POLL_S) -> None:
+        self._actors = actors
+        self._poll_s = poll_s
+        self.polling = bool(os.environ.get("MEMORYD_FORCE_POLLING"))
+        self.error: str | None = None
+        self._restart = anyio.Event()
+
+    def restart(self) -> None:
+        """Re-read the roots now (agents were added or removed)."""
+        self._restart.set()
+
+    def _watched(self) -> list[AgentIndex]:
+        return [a for a in self._actors() if a.settings.sync.watch]
+
+    def _roots(self) -> _Roots:
+        recursive: set[str] = set()
+        notes: set[str] = set()
+        for actor in self._watched():
+            agent = actor.agent
+            if "memory" in agent.settings.sources:
+                memory_dir = agent.workspace / "memory"
+                if memory_dir.is_dir() and not memory_dir.is_symlink():
+                    recursive.add(str(memory_dir))
+                notes.update(str(agent.workspace / n) for n in ROOT_NOTES)
+                for extra in agent.extra_paths:
+                    if extra.is_dir() and not extra.is_symlink():
+                        recursive.add(str(extra))
+                    elif extra.parent.is_dir():
+                        recursive.add(str(extra.parent))
+                        notes.add(str(extra))
+                    else:
+                        notes.add(str(extra))
+            if "sessions" in agent.settings.sources and agent.sessions_dir.is_dir():
+                recursive.add(str(agent.sessions_dir))
+        # Drop roots nested in other roots: one recursive watch covers them.
+        ordered = sorted(recursive)
+        kept = [r for r in ordered if not any(_inside(r, o) and r != o for o in ordered)]
+        return _Roots(tuple(kept), tuple(sorted(notes)))
+
+    def _set_mode(self) -> None:
+        mode = "polling" if self.polling else "inotify"
+        for actor in self._actors():
+            actor.watch_mode = mode if actor.settings.sync.watch else "off"
+            actor.watch_error = self.error
+
+    async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+        started = False
+        previous: _Roots | None = None
+        while True:
+            roots = await anyio.to_thread.run_sync(self._roots)
+            if previous is not None and roots != previous:
+                # A root appeared or vanished: files may have changed before the new watch began.
+                for actor in self._watched():
+                    actor.files_changed()
+            previous = roots
+            self._set_mode()
+            stop = anyio.Event()
+            self._restart = stop
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(self._poll_roots, roots, stop)
+                if not started:
+                    task_status.started()
+                    started = True
+                if roots.recursive:
+                    await self._watch(roots, stop)
+                else:
+                    await stop.wait()
+                stop.set()
+                tg.cancel_scope.cancel()
+
+    async def _watch(self, roots: _Roots, stop: anyio.Event) -> None:
+        try:
+            async for changes in watchfiles.awatch(
+                *roots.recursive,
+                stop_event=stop,
+                debounce=WATCH_DEBOUNCE_MS,
+                force_polling=self.polling,
+                poll_delay_ms=POLLING_DELAY_MS,
+                recursive=True,
+                ignore_permission_denied=True,
+            ):
+                self.route(path for _change, path in changes)
+        except (OSError, RuntimeError) as exc:
+            # inotify watch/instance limits, EMFILE: degrade to polling and say so in status.
+            if self.polling:
+                log.warning(
+                    "file watching failed even when polling; relying on interval and search syncs", error=str(exc)
+                )
+                self.error = str(exc)
+                self._set_mode()
+                await stop.wait()
+                return
+            log.warning("file watcher failed; falling back to polling", error=str(exc))
+            self.polling = True
+            self.error = str(exc)
+            for actor in self._actors():
+                actor.files_changed()  # events may have been lost: reconcile
+
+    async def _poll_roots(self, roots: _Roots, stop: anyio.Event) -> None:
+        """Stat the root notes and check whether the root set changed; restart on a new root set."""
+        seen = {p: _stat_key(p) for p in roots.notes}
+        while not stop.is_set():
+            with anyio.move_on_after(self._poll_s):
+                await stop.wait()
+            if stop.is_set():
+                return
+            now = await anyio.to_thread.run_sync(lambda: {p: _stat_key(p) for p in roots.notes})
+            changed = [p for p in roots.notes if now.get(p) != seen.get(p)]
+            seen = now
+            if changed:
+                self.route(changed)
+            if await anyio.to_thread.run_sync(self._roots) != roots:
+                stop.set()
+                return
+
+    def route(self, paths: Iterable[str]) -> None:
+        """Hand each changed path to the actors whose sources contain it."""
+        counts: dict[int, int] = {}
+        actors = self._watched()
+        for raw in paths:
+            path = os.path.abspath(raw)
+            for i, actor in enumerate(actors):
+                agent = actor.agent
+                sessions = str(agent.sessions_dir)
+                if "sessions" in agent.settings.sources and os.path.dirname(path) == sessions:
+                    if is_transcript_name(os.path.basename(path)):
+                        actor.transcript_updated(Path(path))
+                    continue
+                if "memory" not in agent.settings.sources:
+                    continue
+                if self._is_memory_change(path, actor):
+                    counts[i] = counts.get(i, 0) + 1
+        for i, n in counts.items():
+            actors[i].files_changed(n)
+
+    @staticmethod
+    def _is_memory_change(path: str, actor: AgentIndex) -> bool:
+        agent = actor.agent
+        ws = str(agent.workspace)
+        if path in {os.path.join(ws, n) for n in ROOT_NOTES}:
+            return True
+        roots = [os.path.join(ws, "memory"), *(str(p) for p in agent.extra_paths)]
+        for root in roots:
+            if _inside(path, root) and not _ignored(path, root):
+                name = os.path.basename(path)
+                # A markdown file, or a directory (created, removed or renamed) that may hold some.
+                return name.lower().endswith(".md") or "." not in name or os.path.isdir(path)
+        return False

@@ -1,0 +1,258 @@
+"""The real daemon as a subprocess: the SDK's MCP client over its socket and over `memoryd mcp`.
+
+Every wait is an event with a deadline: the daemon's "ready" log line, or a search with
+`waitFresh` (the daemon itself waits for pending changes), retried under `anyio.fail_after`.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from mcp.client import Client
+from mcp.client.stdio import StdioServerParameters, stdio_client
+
+from memoryd.server.client import request_sync, unix_client
+from tests.conftest import transcript_line, write
+
+pytestmark = [pytest.mark.integration, pytest.mark.anyio]
+
+CONFIG = """
+[defaults.sync]
+watch_debounce_ms = 100
+[defaults.sync.sessions]
+debounce_ms = 100
+delta_messages = 2
+[agents.alpha]
+workspace = "{root}/alpha"
+[agents.beta]
+workspace = "{root}/beta"
+"""
+
+
+@dataclass
+class Daemon:
+    root: Path
+    config: Path
+    state: Path
+    socket: Path
+    env: dict[str, str]
+    proc: subprocess.Popen[str] | None = None
+
+    def start(self, *, crash_at: str | None = None, expect_ready: bool = True) -> None:
+        if self.proc is not None and self.proc.stderr is not None:
+            self.proc.stderr.close()
+        env = dict(self.env)
+        if crash_at:
+            env["MEMORYD_CRASH_AT"] = crash_at
+        self.proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "memoryd",
+                "serve",
+                "--config",
+                str(self.config),
+                "--state-dir",
+                str(self.state),
+                "--log-level",
+                "info",
+            ],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        if expect_ready:
+            self.wait_for_line("memoryd ready")
+
+    def wait_for_line(self, needle: str, timeout: float = 30.0) -> str:
+        """Read the daemon's log until a line contains `needle` (a real event, with a deadline)."""
+        assert self.proc is not None and self.proc.stderr is not None
+        seen: list[str] = []
+        import selectors
+
+        sel = selectors.DefaultSelector()
+        sel.register(self.proc.stderr, selectors.EVENT_READ)
+        deadline = anyio_deadline(timeout)
+        while True:
+            remaining = deadline()
+            if remaining <= 0:
+                raise AssertionError(f"daemon never logged {needle!r}; log so far:\n" + "".join(seen))
+            if not sel.select(remaining):
+                continue
+            line = self.proc.stderr.readline()
+            if not line:
+                raise AssertionError(f"daemon exited ({self.proc.wait()}) before {needle!r}:\n" + "".join(seen))
+            seen.append(line)
+            if needle in line:
+                return line
+
+    def stop(self, sig: int = signal.SIGTERM) -> int:
+        assert self.proc is not None
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig)
+        code = self.proc.wait(timeout=30)
+        if self.proc.stderr:
+            self.proc.stderr.close()
+        return code
+
+
+def anyio_deadline(seconds: float) -> Any:
+    import time
+
+    end = time.monotonic() + seconds
+    return lambda: end - time.monotonic()
+
+
+@pytest.fixture
+def daemon(tmp_path: Path) -> Iterator[Daemon]:
+    root = tmp_path
+    write(root / "alpha" / "MEMORY.md", "# Alpha\n\nThe alpha agent keeps bees on the roof.\n")
+    write(root / "beta" / "MEMORY.md", "# Beta\n\nThe beta agent grows chili peppers.\n")
+    (root / "alpha" / "sessions").mkdir()
+    config = write(root / "config.toml", CONFIG.format(root=root))
+    env = {**os.environ, "XDG_RUNTIME_DIR": str(root / "rt")}
+    env.pop("MEMORYD_CRASH_AT", None)
+    d = Daemon(root, config, root / "state", root / "rt" / "memoryd" / "memoryd.sock", env)
+    d.start()
+    yield d
+    d.stop()
+
+
+async def search(sock: Path, agent: str, query: str, wait_ms: int = 0) -> list[str]:
+    async with Client(unix_client(sock, agent)) as client:
+        args: dict[str, Any] = {"query": query, "minScore": 0}
+        if wait_ms:
+            args["waitFresh"] = wait_ms
+        result = await client.call_tool("memory_search", args)
+    assert not result.is_error, result.content
+    assert isinstance(result.structured_content, dict)
+    return [r["path"] for r in result.structured_content["results"]]
+
+
+async def eventually(sock: Path, agent: str, query: str, expected: list[str], timeout: float = 20.0) -> None:
+    """Search with waitFresh until the expected paths come back; fail after `timeout`."""
+    with anyio.fail_after(timeout):
+        while await search(sock, agent, query, wait_ms=1000) != expected:
+            await anyio.sleep(0)  # yield; waitFresh already waited for pending changes
+
+
+async def test_search_get_status_through_the_socket(daemon: Daemon) -> None:
+    assert (daemon.socket.stat().st_mode & 0o777) == 0o600
+    assert (daemon.socket.parent.stat().st_mode & 0o777) == 0o700
+    with anyio.fail_after(20):
+        assert await search(daemon.socket, "alpha", "bees roof") == ["MEMORY.md"]
+        async with Client(unix_client(daemon.socket, "alpha")) as client:
+            got = await client.call_tool("memory_get", {"path": "MEMORY.md", "from": 3, "lines": 1})
+            status = await client.call_tool("status", {})
+            refused = await client.call_tool("memory_get", {"path": "../beta/MEMORY.md"})
+    assert got.structured_content == {
+        "path": "MEMORY.md",
+        "text": "The alpha agent keeps bees on the roof.",
+        "from": 3,
+        "lines": 1,
+        "totalLines": 4,
+    }
+    assert status.structured_content is not None and status.structured_content["agent"] == "alpha"
+    assert refused.is_error
+
+
+async def test_agents_never_see_each_others_memory(daemon: Daemon) -> None:
+    with anyio.fail_after(20):
+        assert await search(daemon.socket, "alpha", "chili peppers") == []
+        assert await search(daemon.socket, "beta", "chili peppers") == ["MEMORY.md"]
+        assert await search(daemon.socket, "beta", "bees") == []
+
+
+async def test_a_written_file_is_found_within_a_deadline(daemon: Daemon) -> None:
+    write(daemon.root / "alpha" / "memory" / "new" / "2026-03-01.md", "Ordered a walnut desk from the carpenter.\n")
+    await eventually(daemon.socket, "alpha", "walnut desk", ["memory/new/2026-03-01.md"])
+
+
+async def test_a_transcript_grown_past_the_thresholds_is_indexed(daemon: Daemon) -> None:
+    chat = daemon.root / "alpha" / "sessions" / "chat.jsonl"
+    lines = [transcript_line("user", "Where did we park the zeppelin?"), transcript_line("assistant", "Hangar nine.")]
+    chat.write_text("\n".join(lines) + "\n")
+    await eventually(daemon.socket, "alpha", "zeppelin hangar", ["sessions/chat.jsonl"])
+
+
+async def test_sync_on_demand_and_forced_rebuild(daemon: Daemon) -> None:
+    with anyio.fail_after(30):
+        report = await request_sync(daemon.socket, "beta", force=True)
+    assert report["full"] is True and report["indexed"] == 1
+
+
+async def test_sighup_adds_an_agent(daemon: Daemon) -> None:
+    write(daemon.root / "gamma" / "MEMORY.md", "Gamma collects vintage typewriters.\n")
+    daemon.config.write_text(CONFIG.format(root=daemon.root) + f'[agents.gamma]\nworkspace = "{daemon.root}/gamma"\n')
+    assert daemon.proc is not None
+    daemon.proc.send_signal(signal.SIGHUP)
+    daemon.wait_for_line("configuration applied")
+    await eventually(daemon.socket, "gamma", "typewriters", ["MEMORY.md"])
+
+
+def test_a_second_daemon_refuses_to_start(daemon: Daemon) -> None:
+    second = subprocess.run(
+        [sys.executable, "-m", "memoryd", "serve", "--config", str(daemon.config), "--state-dir", str(daemon.state)],
+        env=daemon.env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert second.returncode == 1
+    assert "another memoryd daemon is running" in second.stderr
+
+
+async def test_killed_mid_sync_then_restarted_loses_nothing(daemon: Daemon) -> None:
+    daemon.stop()
+    daemon.start(crash_at="sync:after-batch")
+    for i in range(300):  # more than one write batch
+        write(daemon.root / "alpha" / "memory" / "bulk" / f"n{i:03d}.md", f"bulk note {i} token{i}\n")
+    assert daemon.proc is not None
+    assert daemon.proc.wait(timeout=60) == -signal.SIGKILL
+    daemon.start()
+    await eventually(daemon.socket, "alpha", "token299", ["memory/bulk/n299.md"])
+    await eventually(daemon.socket, "alpha", "token0", ["memory/bulk/n000.md"])
+
+
+def test_sigterm_shuts_down_cleanly_and_removes_the_socket(daemon: Daemon) -> None:
+    assert daemon.stop() == 0
+    assert not daemon.socket.exists()
+
+
+async def test_stdio_shims_of_two_agents_through_the_daemon(daemon: Daemon) -> None:
+    def shim(agent: str) -> StdioServerParameters:
+        return StdioServerParameters(
+            command=sys.executable,
+            args=[
+                "-m",
+                "memoryd",
+                "mcp",
+                "--agent",
+                agent,
+                "--config",
+                str(daemon.config),
+                "--socket",
+                str(daemon.socket),
+            ],
+            env={"XDG_RUNTIME_DIR": daemon.env["XDG_RUNTIME_DIR"], "HOME": daemon.env.get("HOME", "/tmp")},
+        )
+
+    with anyio.fail_after(30):
+        async with Client(stdio_client(shim("alpha"))) as a, Client(stdio_client(shim("beta"))) as b:
+            ra = await a.call_tool("memory_search", {"query": "chili peppers", "minScore": 0})
+            rb = await b.call_tool("memory_search", {"query": "chili peppers", "minScore": 0})
+            tools = await a.list_tools()
+    assert ra.structured_content is not None and ra.structured_content["results"] == []
+    assert rb.structured_content is not None and [r["path"] for r in rb.structured_content["results"]] == ["MEMORY.md"]
+    assert [t.name for t in tools.tools] == ["memory_search", "memory_get", "status"]
