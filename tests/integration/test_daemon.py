@@ -139,11 +139,17 @@ async def search(sock: Path, agent: str, query: str, wait_ms: int = 0) -> list[s
     return [r["path"] for r in result.structured_content["results"]]
 
 
-async def eventually(sock: Path, agent: str, query: str, expected: list[str], timeout: float = 20.0) -> None:
-    """Search with waitFresh until the expected paths come back; fail after `timeout`."""
-    with anyio.fail_after(timeout):
-        while await search(sock, agent, query, wait_ms=1000) != expected:
-            await anyio.sleep(0)  # yield; waitFresh already waited for pending changes
+async def eventually(sock: Path, agent: str, query: str, expected: list[str], deadline_s: float = 20.0) -> None:
+    """Search with waitFresh until the expected paths come back; fail after `deadline_s`.
+
+    waitFresh makes the daemon wait for changes it knows about; the short pause between tries
+    only covers the moment before its watcher has seen the change at all.
+    """
+    with anyio.fail_after(deadline_s):
+        while True:
+            if await search(sock, agent, query, wait_ms=1000) == expected:
+                return
+            await anyio.sleep(0.05)  # a bounded retry of a query, not synchronisation
 
 
 async def test_search_get_status_through_the_socket(daemon: Daemon) -> None:
