@@ -1,0 +1,361 @@
+"""The default embedding provider: a small ONNX model on the CPU (onnxruntime + tokenizers, no torch).
+
+Loading is lazy and can run in the background: the daemon starts `load()` and reports `state`
+(idle → loading → ready, or error) without ever blocking start-up on a model download. Inference
+runs in a worker thread behind a limiter of one, so the event loop never waits on the CPU and two
+calls never fight over the session's threads.
+
+Speed (bench/local_model.py): when the `onnx` package is importable the model is rewritten once
+into a dynamically quantised graph (models.quantized_model): ~1.5x the chunks/s, a third less
+memory, every vector within cosine 0.99 of the stored model's. Dynamic quantisation picks one
+activation scale per run, so texts sharing a run would colour each other's vectors; a quantised
+model therefore gets one text per run (no padding at all), which also measured fastest for
+256-token chunks. Unquantised models get runs of texts sorted by length and padded to the
+longest, within a token budget.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import threading
+from collections.abc import Sequence
+from enum import StrEnum
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import anyio
+import anyio.to_thread
+import numpy as np
+import numpy.typing as npt
+import structlog
+from tokenizers import Encoding, Tokenizer
+
+from memoryd.embeddings.base import Fingerprint, Vectors, normalize_rows
+from memoryd.embeddings.models import (
+    ALL_MINILM_L6_V2,
+    HF_HUB_URL,
+    ModelFiles,
+    ModelSource,
+    ModelSpec,
+    ProgressCallback,
+    locate_model,
+    quantized_model,
+)
+from memoryd.errors import EmbeddingError
+
+log = structlog.get_logger(__name__)
+
+DEFAULT_BATCH_TOKENS = 1024
+"""Padded tokens per unquantised run: 4 chunks of 256 tokens. Larger runs were no faster here and
+peak memory grows with them (attention scores scale with batch x length²)."""
+
+
+class LoadState(StrEnum):
+    IDLE = "idle"
+    LOADING = "loading"
+    READY = "ready"
+    ERROR = "error"
+
+
+def default_threads() -> int:
+    """The cores this process may run on."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # macOS has no affinity masks
+        return max(1, os.cpu_count() or 1)
+
+
+def onnx_available() -> bool:
+    """Whether the `onnx` package (needed to quantise a model) is installed."""
+    return importlib.util.find_spec("onnx") is not None
+
+
+def plan_runs(lengths: Sequence[int], batch_tokens: int, *, one_text_per_run: bool = False) -> list[list[int]]:
+    """Group text indexes into model runs: shortest first, so each run pads little (only to its own
+    longest text), and no run exceeds `batch_tokens` padded tokens unless one text alone does."""
+    order = sorted(range(len(lengths)), key=lambda k: lengths[k])
+    if one_text_per_run:
+        return [[k] for k in order]
+    runs: list[list[int]] = []
+    current: list[int] = []
+    for k in order:
+        if current and (len(current) + 1) * lengths[k] > batch_tokens:
+            runs.append(current)
+            current = []
+        current.append(k)
+    if current:
+        runs.append(current)
+    return runs
+
+
+class Encoder:
+    """Tokenise, run and pool. Blocking and not thread-safe: the provider serialises calls."""
+
+    def __init__(
+        self,
+        session: Any,
+        tokenizer: Tokenizer,
+        spec: ModelSpec,
+        *,
+        pad_id: int,
+        batch_tokens: int,
+        one_text_per_run: bool,
+    ) -> None:
+        self._session = session
+        self._tokenizer = tokenizer
+        self._spec = spec
+        self._pad_id = pad_id
+        self._batch_tokens = batch_tokens
+        self._one_text_per_run = one_text_per_run
+        self._inputs = {i.name: (np.int32 if "int32" in i.type else np.int64) for i in session.get_inputs()}
+
+    def encode(self, texts: Sequence[str]) -> Vectors:
+        """One L2-normalised row per text; blank texts get a zero row (they carry no meaning)."""
+        out = np.zeros((len(texts), self._spec.dims), dtype=np.float32)
+        todo = [i for i, text in enumerate(texts) if text.strip()]
+        if not todo:
+            return out
+        encodings = self._tokenizer.encode_batch([texts[i] for i in todo])
+        lengths = [len(encoding.ids) for encoding in encodings]
+        for group in plan_runs(lengths, self._batch_tokens, one_text_per_run=self._one_text_per_run):
+            out[[todo[k] for k in group]] = self._run([encodings[k] for k in group])
+        return normalize_rows(out)
+
+    def _run(self, encodings: list[Encoding]) -> npt.NDArray[np.float32]:
+        longest = max(len(e.ids) for e in encodings)
+        ids = np.full((len(encodings), longest), self._pad_id, dtype=np.int64)
+        mask = np.zeros((len(encodings), longest), dtype=np.int64)
+        for row, encoding in enumerate(encodings):
+            ids[row, : len(encoding.ids)] = encoding.ids
+            mask[row, : len(encoding.ids)] = 1
+        arrays = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
+        feeds = {name: arrays[name].astype(dtype, copy=False) for name, dtype in self._inputs.items()}
+        try:
+            hidden = np.asarray(self._session.run(None, feeds)[0], dtype=np.float32)
+        except Exception as exc:  # onnxruntime's errors derive from Exception directly
+            raise EmbeddingError(f"local embedding model failed: {exc}") from exc
+        if hidden.ndim == 2:  # the graph pools by itself
+            return hidden
+        if self._spec.pooling == "cls":
+            return hidden[:, 0, :]
+        weights = mask.astype(np.float32)[:, :, None]
+        pooled: npt.NDArray[np.float32] = (hidden * weights).sum(axis=1) / np.maximum(
+            weights.sum(axis=1), np.float32(1e-9)
+        )
+        return pooled
+
+
+def load_encoder(
+    files: ModelFiles,
+    spec: ModelSpec,
+    *,
+    threads: int,
+    batch_tokens: int = DEFAULT_BATCH_TOKENS,
+    one_text_per_run: bool = False,
+    onnx_file: Path | None = None,
+) -> Encoder:
+    """Open an onnxruntime session and the tokenizer (blocking). `onnx_file` overrides `files.onnx`."""
+    import onnxruntime as ort  # noqa: PLC0415 - 0.2 s import, paid in the worker thread on first use
+
+    path = onnx_file or files.onnx
+    options = ort.SessionOptions()
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    options.intra_op_num_threads = threads
+    options.inter_op_num_threads = 1
+    options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+    try:
+        session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+    except Exception as exc:  # onnxruntime's errors derive from Exception directly
+        raise EmbeddingError(
+            f"local model file {path} cannot be loaded ({exc}): it is damaged or not an ONNX model; "
+            f"replace it, or remove it (and any local.modelPath setting) so memoryd fetches the model again"
+        ) from exc
+    width = session.get_outputs()[0].shape[-1]
+    if isinstance(width, int) and width != spec.dims:
+        raise EmbeddingError(
+            f"local model file {path} produces {width}-dimensional vectors, but model {spec.name} has "
+            f"{spec.dims}: point local.modelPath at the matching model"
+        )
+    try:
+        tokenizer = Tokenizer.from_file(str(files.tokenizer))
+    except Exception as exc:  # tokenizers raises plain Exception on a malformed file
+        raise EmbeddingError(
+            f"tokenizer file {files.tokenizer} cannot be read ({exc}): replace it with the model's tokenizer.json"
+        ) from exc
+    padding = tokenizer.padding or {}
+    pad_id = int(padding.get("pad_id", 0))
+    # The shipped tokenizer.json pads and truncates to a fixed 128 tokens: truncate at what the model
+    # reads instead, and pad per run (in Encoder._run).
+    tokenizer.no_padding()
+    tokenizer.enable_truncation(max_length=spec.max_tokens)
+    return Encoder(
+        session,
+        tokenizer,
+        spec,
+        pad_id=pad_id,
+        batch_tokens=batch_tokens,
+        one_text_per_run=one_text_per_run,
+    )
+
+
+class LocalEmbeddingProvider:
+    """`EmbeddingProvider` for a local ONNX model; see the module docstring for how it runs.
+
+    `cache_dir` is the models cache root (files go to `cache_dir/<model name>/`); `threads` 0 means
+    one per core; `quantize` None means "when the onnx package is installed". A configured model
+    that is already dynamically quantised wants `quantize` on: it is then used as it is, one text
+    per run.
+    """
+
+    def __init__(
+        self,
+        cache_dir: Path,
+        *,
+        model_path: Path | None = None,
+        spec: ModelSpec = ALL_MINILM_L6_V2,
+        threads: int = 0,
+        quantize: bool | None = None,
+        allow_download: bool = True,
+        hub_url: str = HF_HUB_URL,
+        batch_tokens: int = DEFAULT_BATCH_TOKENS,
+        progress: ProgressCallback | None = None,
+    ) -> None:
+        self._cache_dir = cache_dir
+        self._model_path = model_path
+        self._spec = spec
+        self._threads = threads if threads > 0 else default_threads()
+        self._quantize = onnx_available() if quantize is None else quantize
+        self._allow_download = allow_download
+        self._hub_url = hub_url
+        self._batch_tokens = batch_tokens
+        self._progress = progress
+        self._limiter = anyio.CapacityLimiter(1)
+        self._load_lock = anyio.Lock()
+        self._encoder: Encoder | None = None
+        self._state = LoadState.IDLE
+        self._error: EmbeddingError | None = None
+        self._source: ModelSource | None = None
+
+    @property
+    def id(self) -> str:
+        return "local"
+
+    @property
+    def model(self) -> str:
+        """The model's name, suffixed `-int8` when it runs dynamically quantised (different vectors)."""
+        return f"{self._spec.name}-int8" if self._quantize else self._spec.name
+
+    @property
+    def max_input_tokens(self) -> int:
+        return self._spec.max_tokens
+
+    @property
+    def dims(self) -> int:
+        return self._spec.dims
+
+    @property
+    def threads(self) -> int:
+        return self._threads
+
+    @property
+    def fingerprint(self) -> Fingerprint:
+        return Fingerprint(provider=self.id, model=self.model, key_data={"provider": self.id, "model": self.model})
+
+    @property
+    def state(self) -> LoadState:
+        return self._state
+
+    @property
+    def error(self) -> EmbeddingError | None:
+        """Why the last load failed (while `state` is ERROR)."""
+        return self._error
+
+    @property
+    def source(self) -> ModelSource | None:
+        """Where the loaded model's files came from."""
+        return self._source
+
+    async def load(self) -> LoadState:
+        """Locate (maybe download), quantise and open the model; never raises `EmbeddingError`.
+
+        Safe to start in the background; concurrent callers share one load. After a failure the
+        error is kept in `error` and embedding calls raise it until `load()` is called again.
+        """
+        async with self._load_lock:
+            if self._encoder is not None:
+                return self._state
+            self._state = LoadState.LOADING
+            self._error = None
+            # Cancelling abandons the worker thread (a first-use download can take minutes); the event
+            # stops its download at the next block, and its temporary file is removed.
+            stop = threading.Event()
+            try:
+                encoder, source = await anyio.to_thread.run_sync(
+                    partial(self._build_encoder, stop), limiter=self._limiter, abandon_on_cancel=True
+                )
+            except EmbeddingError as exc:
+                self._state = LoadState.ERROR
+                self._error = exc
+                log.warning("local embedding model unavailable", error=str(exc))
+                return self._state
+            finally:
+                if self._state is LoadState.LOADING:
+                    stop.set()
+                    self._state = LoadState.IDLE
+            self._encoder = encoder
+            self._source = source
+            self._state = LoadState.READY
+            log.info("local embedding model ready", model=self.model, source=source.value, threads=self._threads)
+            return self._state
+
+    def _build_encoder(self, stop: threading.Event) -> tuple[Encoder, ModelSource]:
+        def progress(name: str, done: int, total: int | None) -> None:
+            if stop.is_set():
+                raise EmbeddingError(f"download of {name} stopped: the model load was cancelled")
+            if self._progress is not None:
+                self._progress(name, done, total)
+
+        files = locate_model(
+            self._model_path,
+            self._cache_dir,
+            spec=self._spec,
+            allow_download=self._allow_download,
+            hub_url=self._hub_url,
+            progress=progress,
+        )
+        onnx_file = quantized_model(files, self._cache_dir, self._spec) if self._quantize else None
+        encoder = load_encoder(
+            files,
+            self._spec,
+            threads=self._threads,
+            batch_tokens=self._batch_tokens,
+            one_text_per_run=self._quantize,
+            onnx_file=onnx_file,
+        )
+        return encoder, files.source
+
+    async def _ready_encoder(self) -> Encoder:
+        if self._encoder is None and self._state is not LoadState.ERROR:
+            await self.load()
+        if self._encoder is None:
+            raise self._error or EmbeddingError("local embedding model is not loaded")
+        return self._encoder
+
+    async def embed_query(self, text: str) -> Vectors:
+        return await self.embed_documents([text])
+
+    async def embed_documents(self, texts: list[str]) -> Vectors:
+        if not texts:
+            return np.zeros((0, self._spec.dims), dtype=np.float32)
+        encoder = await self._ready_encoder()
+        return await anyio.to_thread.run_sync(encoder.encode, list(texts), limiter=self._limiter)
+
+    async def aclose(self) -> None:
+        """Drop the session once in-flight work is done; a later call loads the model again."""
+        async with self._load_lock, self._limiter:
+            self._encoder = None
+            self._source = None
+            self._state = LoadState.IDLE
+            self._error = None
