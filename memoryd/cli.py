@@ -26,6 +26,7 @@ from memoryd import logging as logs
 from memoryd.config import AgentConfig, Config
 from memoryd.daemon import DaemonService
 from memoryd.errors import ConfigError, DaemonError, MemorydError, first_error
+from memoryd.eval import cli as eval_cli
 from memoryd.index.engine import IndexEngine
 from memoryd.index.supervisor import Supervisor
 from memoryd.index.watcher import Watcher
@@ -106,6 +107,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("uninstall-service", parents=[common], help="stop and remove the user service")
     p.add_argument("--force", action="store_true", help="remove a unit/plist you edited")
+
+    eval_cli.add_parser(sub, parents=[common])
 
     p = sub.add_parser("config", parents=[common], help="inspect configuration")
     p.add_argument("action", choices=["show"], help="show: print the effective config")
@@ -397,6 +400,7 @@ COMMANDS: dict[str, Callable[[argparse.Namespace, Config, TextIO], int]] = {
     "status": cmd_status,
     "config": cmd_config,
     "install-service": cmd_install_service,
+    "eval": lambda args, cfg, out: eval_cli.run(args, out),
     "uninstall-service": cmd_uninstall_service,
 }
 

@@ -1,0 +1,134 @@
+"""`memoryd eval locomo` end to end on the tiny conversation, through the real index and search."""
+
+from __future__ import annotations
+
+import argparse
+import io
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+
+from memoryd.eval import cli
+
+PERFECT = {"recall@5": 1.0, "recall@10": 1.0, "ndcg@10": 1.0, "mrr": 1.0}
+# With two chunks of which one is relevant, the relevant one ranks first (RR 1, nDCG 1) or second
+# (RR 1/2, nDCG 1/log2(3) = 0.63093); the mean nDCG of two such questions follows from their MRR.
+NDCG_OF_TWO_BY_MRR = {0.5: 0.6309, 0.75: 0.8155, 1.0: 1.0}
+
+
+def parse(*argv: str) -> argparse.Namespace:
+    top = argparse.ArgumentParser(prog="memoryd")
+    cli.add_parser(top.add_subparsers(dest="command", required=True))
+    return top.parse_args(["eval", "locomo", *argv])
+
+
+def run(*argv: str) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    code = cli.run(parse(*argv), out, err)
+    return code, out.getvalue(), err.getvalue()
+
+
+def run_json(*argv: str) -> dict[str, Any]:
+    code, out, err = run(*argv, "--json")
+    assert (code, err) == (0, "")
+    result: dict[str, Any] = orjson.loads(out)
+    return result
+
+
+def test_keyword_mode_indexes_asks_and_scores_every_question(tiny_path: Path) -> None:
+    result = run_json(str(tiny_path), "--mode", "keyword")
+    # At default settings each five-turn session is one chunk (lines 1-5), and every question
+    # shares a word with both chunks, so both come back: every evidence line is covered.
+    # The multi-hop and adversarial questions have evidence in both sessions: any order is ideal.
+    assert result["by_category"]["1"] == {**PERFECT, "n": 1}
+    assert result["by_category"]["5"] == {**PERFECT, "n": 1}
+    # The two single-hop questions have evidence in session 1 only: their scores hang on its rank.
+    single = result["by_category"]["4"]
+    assert (single["n"], single["recall@5"], single["recall@10"]) == (2, 1.0, 1.0)
+    assert single["ndcg@10"] == NDCG_OF_TWO_BY_MRR[single["mrr"]]
+    overall = result["overall"]
+    assert (overall["n"], overall["recall@5"], overall["recall@10"]) == (4, 1.0, 1.0)
+    assert overall["mrr"] == (1 + single["mrr"]) / 2
+    assert overall["ndcg@10"] == pytest.approx((1 + single["ndcg@10"]) / 2, abs=1e-4)
+    assert 0 < result["latency_ms"]["p50"] <= result["latency_ms"]["p99"]
+    settings = result["settings"]
+    assert {k: settings[k] for k in ("mode", "pool", "indexes", "chunks", "k", "min_score")} == {
+        "mode": "keyword",
+        "pool": False,
+        "indexes": 1,
+        "chunks": 2,
+        "k": 10,
+        "min_score": 0.0,
+    }
+    assert (settings["chunk_tokens"], settings["chunk_overlap"]) == (400, 80)
+    assert (settings["scored"], settings["skipped_no_evidence"], settings["unresolved_evidence"]) == (4, 1, 1)
+
+
+def test_without_json_it_prints_a_table(tiny_path: Path) -> None:
+    code, out, _err = run(str(tiny_path), "--mode", "keyword")
+    assert code == 0
+    lines = out.splitlines()
+    assert lines[0].startswith("LoCoMo retrieval, keyword mode, one index per conversation (1): 2 chunks")
+    assert lines[1].split() == ["category", "n", "R@5", "R@10", "nDCG@10", "MRR"]
+    assert [line.split()[:4] for line in lines[2:6]] == [
+        ["1", "multi-hop", "1", "1.000"],
+        ["4", "single-hop", "2", "1.000"],
+        ["5", "adversarial", "1", "1.000"],
+        ["overall", "4", "1.000", "1.000"],
+    ]
+    assert "4 of 5 questions scored" in out
+
+
+def test_pool_puts_every_conversation_in_one_index(two_conversations_path: Path) -> None:
+    pooled = run_json(str(two_conversations_path), "--mode", "keyword", "--pool")
+    separate = run_json(str(two_conversations_path), "--mode", "keyword")
+    assert (pooled["settings"]["indexes"], separate["settings"]["indexes"]) == (1, 2)
+    assert pooled["settings"]["chunks"] == separate["settings"]["chunks"] == 4
+    assert pooled["overall"]["n"] == separate["overall"]["n"] == 8
+    # Four chunks in all, every one sharing a word with every question: all come back.
+    assert pooled["overall"]["recall@10"] == 1.0
+    assert separate["overall"]["recall@10"] == 1.0
+    assert separate["by_category"]["1"] == {**PERFECT, "n": 2}
+
+
+def test_a_work_dir_keeps_workspaces_and_indexes_for_the_next_run(tiny_path: Path, tmp_path: Path) -> None:
+    work = tmp_path / "work"
+    first = run_json(str(tiny_path), "--mode", "keyword", "--work-dir", str(work))
+    second = run_json(str(tiny_path), "--mode", "keyword", "--work-dir", str(work))
+    assert sorted(p.name for p in (work / "conv-t1" / "sessions").iterdir()) == [
+        "session_01.jsonl",
+        "session_02.jsonl",
+    ]
+    assert any((work / "state").iterdir())
+    assert (first["overall"], first["by_category"]) == (second["overall"], second["by_category"])
+
+
+def test_hybrid_and_vector_modes_say_vector_search_is_not_available_yet(tiny_path: Path) -> None:
+    for argv in ((str(tiny_path),), (str(tiny_path), "--mode", "vector")):
+        code, out, err = run(*argv)
+        assert (code, out) == (1, "")
+        assert err == "memoryd eval locomo: vector search is not available yet\n"
+
+
+def test_a_missing_dataset_is_reported_not_raised(tmp_path: Path) -> None:
+    code, out, err = run(str(tmp_path / "locomo10.json"), "--mode", "keyword")
+    assert (code, out) == (1, "")
+    assert err.startswith("memoryd eval locomo: cannot read LoCoMo file")
+
+
+def test_parents_add_their_options_to_the_locomo_command() -> None:
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--log-level")
+    top = argparse.ArgumentParser(prog="memoryd")
+    cli.add_parser(top.add_subparsers(dest="command", required=True), parents=[common])
+    args = top.parse_args(["eval", "locomo", "data.json", "--log-level", "debug", "--pool"])
+    assert (args.command, args.benchmark, args.path, args.log_level, args.pool) == (
+        "eval",
+        "locomo",
+        Path("data.json"),
+        "debug",
+        True,
+    )
+    assert args.mode == "hybrid" and args.json is False and args.work_dir is None
