@@ -25,6 +25,8 @@ from memoryd import config as config_mod
 from memoryd import logging as logs
 from memoryd.config import AgentConfig, Config
 from memoryd.daemon import DaemonService
+from memoryd.embeddings.local import LoadState, LocalEmbeddingProvider
+from memoryd.embeddings.select import Selection, select_provider
 from memoryd.errors import ConfigError, DaemonError, MemorydError, first_error
 from memoryd.eval import cli as eval_cli
 from memoryd.index.engine import IndexEngine
@@ -110,6 +112,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     eval_cli.add_parser(sub, parents=[common])
 
+    p = sub.add_parser("model", parents=[common], help="the local embedding model")
+    p.add_argument("action", choices=["pull"], help="pull: locate or download (and prepare) the model now")
+
     p = sub.add_parser("config", parents=[common], help="inspect configuration")
     p.add_argument("action", choices=["show"], help="show: print the effective config")
     return parser
@@ -148,14 +153,28 @@ def daemon_answers(path: Path) -> bool:
     return True
 
 
-def _run_engine(agent: AgentConfig, body: Callable[[IndexEngine], Awaitable[T]], *, writer: bool) -> T:
+def _run_engine(
+    agent: AgentConfig, body: Callable[[IndexEngine], Awaitable[T]], *, writer: bool, embed: bool = False
+) -> T:
+    """Run `body` on the agent's engine in this process; `embed` loads the agent's embedding provider
+    first, so an in-process index or search builds and reads the same index the daemon would."""
+
     async def main() -> T:
-        engine = IndexEngine(agent, hold_writer_lock=writer)
+        selection = Selection(None)
+        if embed:
+            selection = await select_provider(agent.settings, cache_dir=paths.cache_dir())
+        engine = IndexEngine(
+            agent, selection.provider, provider_unavailable_reason=selection.reason, hold_writer_lock=writer
+        )
+        engine.fallback_from = selection.fallback_from
+        engine.state.provider_state = "ready" if selection.provider else "unavailable"
         await engine.open()
         try:
             return await body(engine)
         finally:
             engine.close()
+            if selection.provider is not None:
+                await selection.provider.aclose()
 
     return anyio.run(main)
 
@@ -244,7 +263,7 @@ def cmd_index(args: argparse.Namespace, cfg: Config, out: TextIO) -> int:
             bar.done()
             return result.to_dict()
 
-        report = _run_engine(agent, body, writer=True)
+        report = _run_engine(agent, body, writer=True, embed=True)
     if args.json:
         out.write(_dump(report) + "\n")
         return EXIT_OK
@@ -299,7 +318,7 @@ def cmd_search(args: argparse.Namespace, cfg: Config, out: TextIO) -> int:
             )
             return result.to_dict()
 
-        resp = _run_engine(agent, body, writer=False)
+        resp = _run_engine(agent, body, writer=False, embed=True)
     out.write(_dump(resp) + "\n" if args.json else format_search(resp))
     return EXIT_OK
 
@@ -382,6 +401,29 @@ def _print_install(result: InstallResult, out: TextIO) -> int:
     return EXIT_OK if result.ok else EXIT_ERROR
 
 
+def cmd_model(args: argparse.Namespace, cfg: Config, out: TextIO) -> int:
+    local = cfg.agent(args.agent).settings.local
+    cache = Path(local.model_cache_dir).expanduser() if local.model_cache_dir else paths.cache_dir() / "models"
+    model_path = Path(local.model_path).expanduser() if local.model_path else None
+
+    def progress(name: str, done: int, total: int | None) -> None:
+        if sys.stderr.isatty():
+            size = f" of {total / 1e6:.1f} MB" if total else ""
+            sys.stderr.write(f"\rdownloading {name}: {done / 1e6:.1f} MB{size}")
+
+    async def pull() -> LocalEmbeddingProvider:
+        provider = LocalEmbeddingProvider(cache, model_path=model_path, progress=progress)
+        await provider.load()
+        return provider
+
+    provider = anyio.run(pull)
+    if provider.state is not LoadState.READY:
+        raise provider.error or DaemonError("the local model did not load")
+    out.write(f"{provider.model}: ready ({provider.dims} dims, source: {provider.source})\n")
+    anyio.run(provider.aclose)
+    return EXIT_OK
+
+
 def cmd_install_service(args: argparse.Namespace, cfg: Config, out: TextIO) -> int:
     return _print_install(install_service(enable=not args.no_enable, force=args.force), out)
 
@@ -400,6 +442,7 @@ COMMANDS: dict[str, Callable[[argparse.Namespace, Config, TextIO], int]] = {
     "status": cmd_status,
     "config": cmd_config,
     "install-service": cmd_install_service,
+    "model": cmd_model,
     "eval": lambda args, cfg, out: eval_cli.run(args, out),
     "uninstall-service": cmd_uninstall_service,
 }

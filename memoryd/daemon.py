@@ -15,10 +15,12 @@ from pathlib import Path
 
 import anyio
 import structlog
-from anyio.abc import TaskStatus
+from anyio.abc import TaskGroup, TaskStatus
 
 from memoryd import config as config_mod
+from memoryd import paths
 from memoryd.config import Config
+from memoryd.embeddings.select import ProviderPool
 from memoryd.errors import AccessDeniedError, ConfigError, MemorydError, first_error
 from memoryd.index.actor import AgentIndex, ProviderFactory
 from memoryd.index.supervisor import Supervisor
@@ -125,7 +127,8 @@ async def serve(
 ) -> None:
     """Run the daemon until SIGTERM/SIGINT (or cancellation)."""
     path = socket_path or cfg.socket
-    supervisor = Supervisor(cfg, provider_factory=provider_factory)
+    pool = ProviderPool(cache_dir=paths.cache_dir())
+    supervisor = Supervisor(cfg, provider_factory=provider_factory or pool.select, fallback_factory=pool.fallback)
     service = DaemonService(supervisor)
     watcher = Watcher(lambda: list(supervisor.actors.values()))
 
@@ -138,13 +141,30 @@ async def serve(
         await supervisor.apply(new)
         watcher.restart()
 
-    async with anyio.create_task_group() as tg:
-        await tg.start(serve_unix, service, path)
-        await tg.start(_signals, tg.cancel_scope.cancel, reload)
-        await tg.start(supervisor.run)
-        await tg.start(watcher.run)
-        log.info("memoryd ready", socket=str(path), agents=supervisor.agent_ids())
-        task_status.started(path)
+    try:
+        async with anyio.create_task_group() as tg:
+            await _run_services(tg, service=service, supervisor=supervisor, watcher=watcher, path=path, reload=reload)
+            task_status.started(path)
+    finally:
+        with anyio.CancelScope(shield=True):
+            await pool.aclose()
+
+
+async def _run_services(
+    tg: TaskGroup,
+    *,
+    service: DaemonService,
+    supervisor: Supervisor,
+    watcher: Watcher,
+    path: Path,
+    reload: Callable[[], Awaitable[None]],
+) -> None:
+    """Start everything in order: socket first (a second daemon exits here), then agents, then the watcher."""
+    await tg.start(serve_unix, service, path)
+    await tg.start(_signals, tg.cancel_scope.cancel, reload)
+    await tg.start(supervisor.run)
+    await tg.start(watcher.run)
+    log.info("memoryd ready", socket=str(path), agents=supervisor.agent_ids())
 
 
 def run(cfg: Config, *, config_path: Path | None = None, socket_path: Path | None = None) -> int:

@@ -13,11 +13,12 @@ import math
 import os
 import re
 from abc import ABC, abstractmethod
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from types import MappingProxyType
 from typing import ClassVar, Literal
+from urllib.parse import urlsplit
 
 import httpx
 import numpy as np
@@ -250,6 +251,37 @@ class RemoteEmbeddingProvider(ABC):
         if self._owns_client:
             await self._client.aclose()
 
+    # -- for the async batch APIs (batch.py) ----------------------------------------------------
+
+    @property
+    def output_dimensionality(self) -> int:
+        """The vector size asked of the API; 0 = the model's own."""
+        return self._settings.output_dimensionality
+
+    async def send(
+        self,
+        method: str,
+        target: str,
+        *,
+        content: bytes | None = None,
+        content_type: str | None = None,
+        params: Mapping[str, str] | None = None,
+        allow: Collection[int] = (),
+    ) -> httpx.Response:
+        """One call beyond embeddings (files, batch jobs), with the same credentials and error translation.
+
+        `target` is a path under base_url or an absolute URL (Gemini uploads live outside the base).
+        Error statuses in `allow` come back as responses for the caller to judge; others raise.
+        """
+        response = await self._transmit(method, target, content=content, content_type=content_type, params=params)
+        if response.status_code >= 400 and response.status_code not in allow:
+            raise self._error_for(response)
+        return response
+
+    def accept_vectors(self, rows: Sequence[object]) -> Vectors:
+        """Check, pin the dimension of, and L2-normalise vectors fetched outside embed_documents."""
+        return self._finish(rows, expected=len(rows))
+
     # -- for subclasses -------------------------------------------------------------------------
 
     @abstractmethod
@@ -287,18 +319,34 @@ class RemoteEmbeddingProvider(ABC):
             raise self._fail(f"response from {path} is not valid JSON") from None
 
     async def _post(self, path: str, body: object) -> httpx.Response:
-        headers = {**self._settings.headers, **self._auth_headers(), "Content-Type": "application/json"}
-        url = f"{self._base_url}{path}"
         try:
             content = orjson.dumps(body)
         except orjson.JSONEncodeError as exc:
             raise self._fail(f"request cannot be encoded as JSON: {exc}") from None
+        return await self._transmit("POST", path, content=content, content_type="application/json")
+
+    async def _transmit(
+        self,
+        method: str,
+        target: str,
+        *,
+        content: bytes | None = None,
+        content_type: str | None = None,
+        params: Mapping[str, str] | None = None,
+    ) -> httpx.Response:
+        """One exchange with configured headers and credentials; transport failures translated."""
+        headers = {**self._settings.headers, **self._auth_headers()}
+        if content_type:
+            headers["Content-Type"] = content_type
+        absolute = "://" in target
+        url = target if absolute else f"{self._base_url}{target}"
+        label = urlsplit(target).path if absolute else target
         try:
-            return await self._client.post(url, content=content, headers=headers)
+            return await self._client.request(method, url, content=content, headers=headers, params=params)
         except httpx.TimeoutException:
-            raise self._fail(f"request to {path} timed out after {self._settings.timeout_s:g} s") from None
+            raise self._fail(f"request to {label} timed out after {self._settings.timeout_s:g} s") from None
         except httpx.TransportError as exc:
-            raise self._fail(f"connection error on {path}: {type(exc).__name__}: {exc}") from None
+            raise self._fail(f"connection error on {label}: {type(exc).__name__}: {exc}") from None
 
     def _error_for(self, response: httpx.Response) -> EmbeddingError:
         return error_for_response(

@@ -23,6 +23,7 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 
 from memoryd.config import AgentConfig
 from memoryd.embeddings.base import EmbeddingProvider
+from memoryd.embeddings.select import Selection
 from memoryd.errors import MemorydError
 from memoryd.index.engine import IndexEngine, SearchResponse, SyncReport
 from memoryd.index.sessions import SessionDeltaTracker
@@ -46,14 +47,27 @@ class _SyncJob:
     report: list[SyncReport | BaseException] = field(default_factory=list)
 
 
-ProviderFactory = Callable[[AgentConfig], Awaitable[tuple[EmbeddingProvider | None, str | None]]]
+ProviderFactory = Callable[[AgentConfig], Awaitable[Selection]]
+FallbackFactory = Callable[[AgentConfig, str], Awaitable[EmbeddingProvider]]
+BOOTSTRAP_WAIT_S = 10.0
+"""How long a first search waits for the very first index build before answering with what exists."""
 
 
 class AgentIndex:
-    def __init__(self, agent: AgentConfig, *, provider_factory: ProviderFactory | None = None) -> None:
+    def __init__(
+        self,
+        agent: AgentConfig,
+        *,
+        provider_factory: ProviderFactory | None = None,
+        fallback_factory: FallbackFactory | None = None,
+    ) -> None:
         self.agent = agent
         self.settings = agent.settings
         self._provider_factory = provider_factory
+        self._fallback_factory = fallback_factory
+        self._provider_resolved = anyio.Event()
+        if provider_factory is None:
+            self._provider_resolved.set()
         self.engine = IndexEngine(agent)
         send, recv = anyio.create_memory_object_stream[_SyncJob](MAILBOX_SIZE)
         self._send: MemoryObjectSendStream[_SyncJob] = send
@@ -89,16 +103,43 @@ class AgentIndex:
                 await anyio.to_thread.run_sync(self.engine.close)
 
     async def _load_provider(self) -> None:
-        """Pick the embedding provider in the background: start-up never waits for a model to load."""
+        """Pick the embedding provider in the background: start-up never waits for a model to load.
+
+        Syncs wait for this (a loading model must not look like "no provider" and trigger a
+        keyword-only rebuild); searches do not — they run keyword-only until the model is ready.
+        """
         assert self._provider_factory is not None
+        self.engine.state.provider_state = "loading"
         try:
-            provider, reason = await self._provider_factory(self.agent)
+            selection = await self._provider_factory(self.agent)
         except MemorydError as exc:
-            provider, reason = None, str(exc)
+            selection = Selection(None, str(exc))
+        self.engine.provider = selection.provider
+        self.engine.provider_unavailable_reason = selection.reason
+        self.engine.fallback_from = selection.fallback_from
+        self.engine.state.provider_state = "ready" if selection.provider is not None else "unavailable"
+        self._provider_resolved.set()
+
+    async def _switch_to_fallback(self) -> None:
+        """Spec §3.7 step 7: embedding failed during a sync and a fallback is configured — use it."""
+        fallback = self.settings.fallback
+        current = self.engine.provider
+        if self._fallback_factory is None or current is None or self.engine.fallback_from is not None:
+            return
+        if fallback in ("none", current.id):
+            return
+        try:
+            provider = await self._fallback_factory(self.agent, fallback)
+        except MemorydError as exc:
+            log.warning("fallback embedding provider unavailable", agent=self.agent.id, error=str(exc))
+            return
+        reason = self.engine.state.embedding_error or "embedding failed"
+        log.warning("switching to the fallback embedding provider", agent=self.agent.id, fallback=fallback)
+        self.engine.fallback_from = current.id
         self.engine.provider_unavailable_reason = reason
-        if provider is not None:
-            self.engine.provider = provider
-            self._post(_SyncJob("provider-ready"))
+        self.engine.provider = provider
+        self.engine.state.embedding_error = None
+        self._post(_SyncJob("fallback", force=True))
 
     def _post(self, job: _SyncJob) -> None:
         try:
@@ -139,6 +180,7 @@ class AgentIndex:
 
     async def _consume(self) -> None:
         debounce = self.settings.sync.watch_debounce_ms / 1000
+        await self._provider_resolved.wait()
         async with self._recv:
             async for first in self._recv:
                 jobs = [first]
@@ -186,6 +228,8 @@ class AgentIndex:
         self._first_sync.set()
         self._synced.set()
         self._synced = anyio.Event()
+        if self.engine.state.embedding_error:
+            await self._switch_to_fallback()
 
     def _baseline_sessions(self) -> None:
         for f in list_session_files(self.agent.sessions_dir):
@@ -222,7 +266,8 @@ class AgentIndex:
         wait_fresh_ms: int | None,
     ) -> SearchResponse:
         if not self._first_sync.is_set() and await self.engine.is_empty():
-            await self._first_sync.wait()  # bootstrap: nothing to answer from yet
+            with anyio.move_on_after(BOOTSTRAP_WAIT_S):
+                await self._first_sync.wait()  # bootstrap: nothing to answer from yet
         if wait_fresh_ms:
             with anyio.move_on_after(wait_fresh_ms / 1000):
                 while self._stale():

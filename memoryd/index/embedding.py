@@ -13,6 +13,7 @@ import anyio.to_thread
 import numpy as np
 
 from memoryd.embeddings.base import EmbeddingProvider, Vectors
+from memoryd.embeddings.batch import BatchEmbedder
 from memoryd.embeddings.batching import plan_batches
 from memoryd.embeddings.retry import DEFAULT_RETRY_POLICY, RetryPolicy, with_retries
 from memoryd.errors import EmbeddingError
@@ -28,8 +29,14 @@ async def embed_prepared(
     cache: bool,
     policy: RetryPolicy = DEFAULT_RETRY_POLICY,
     limiter: anyio.CapacityLimiter | None = None,
+    batch: BatchEmbedder | None = None,
 ) -> list[Vectors | None]:
-    """One (chunks × dims) array per changed file, None for the others."""
+    """One (chunks × dims) array per changed file, None for the others.
+
+    With an async batch API enabled (`remote.batch.enabled`) the missing texts go to one batch job
+    set first; when that fails (the embedder counts and eventually disables itself) the synchronous
+    path below embeds whatever is still missing.
+    """
     fp = provider.fingerprint
     text_of: dict[str, str] = {}
     for item in prepared:
@@ -42,9 +49,25 @@ async def embed_prepared(
     hashes = list(text_of)
     known: dict[str, np.ndarray] = await anyio.to_thread.run_sync(store.cache_lookup, fp, hashes) if cache else {}
     missing = [h for h in hashes if h not in known]
+    if missing and batch is not None and batch.usable(provider):
+        try:
+            batch_vectors = await batch.embed(provider, [text_of[h] for h in missing])
+        except EmbeddingError:
+            pass  # counted and logged by the batch embedder; the synchronous path takes over
+        else:
+            fresh_batch = list(zip(missing, batch_vectors, strict=True))
+            known.update(fresh_batch)
+            if cache:
+
+                def remember_batch(items: list[tuple[str, np.ndarray]] = fresh_batch) -> None:
+                    with store.transaction():
+                        store.cache_store(fp, items)
+
+                await anyio.to_thread.run_sync(remember_batch)
+            missing = []
     gate = limiter or anyio.CapacityLimiter(1)
-    for batch in plan_batches([text_of[h] for h in missing]):
-        batch_hashes = [missing[i] for i in batch]
+    for planned in plan_batches([text_of[h] for h in missing]):
+        batch_hashes = [missing[i] for i in planned]
         texts = [text_of[h] for h in batch_hashes]
 
         async def call(t: list[str] = texts) -> Vectors:

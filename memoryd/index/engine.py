@@ -17,6 +17,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Literal
 
 import anyio
 import anyio.to_thread
@@ -25,11 +26,24 @@ import structlog
 
 from memoryd.config import AgentConfig
 from memoryd.embeddings.base import NO_PROVIDER, EmbeddingProvider, Fingerprint, Vectors
-from memoryd.errors import CorruptDatabaseError, MemorydError, ReadonlyDatabaseError, StoreError
+from memoryd.embeddings.batch import BatchEmbedder
+from memoryd.errors import CorruptDatabaseError, EmbeddingError, MemorydError, ReadonlyDatabaseError, StoreError
 from memoryd.faults import crash_point
 from memoryd.index.embedding import embed_prepared
 from memoryd.index.sync import Prepared, SyncCounts, prepare_many, write_prepared
-from memoryd.search.pipeline import SearchResult, keyword_only, to_results
+from memoryd.search.fuse import Candidate
+from memoryd.search.keyword import search_relaxed
+from memoryd.search.pipeline import (
+    KEYWORD_STRATEGY,
+    MAX_CANDIDATES,
+    RankOptions,
+    SearchResult,
+    openclaw_keyword_only,
+    rank_hybrid,
+    rank_single,
+    to_results,
+)
+from memoryd.search.vector import ExactMatrixCache, VectorBackend, VectorHits, search_vector
 from memoryd.sources.discovery import SourceFile, list_memory_files, list_session_files
 from memoryd.sources.readfile import FileSlice, read_memory_file
 from memoryd.store import schema
@@ -45,6 +59,9 @@ BATCH_FILES = 256
 INDEXED_AT_KEY = "indexed_at"
 LAST_SYNC_KEY = "last_sync"
 Corpus = str  # "memory" | "sessions" | "all"
+SearchMode = Literal["auto", "hybrid", "keyword", "vector"]
+QUERY_EMBED_TIMEOUT_S = 15.0
+"""A query embedding slower than this falls back to keyword-only rather than stall the search."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,6 +117,7 @@ class SearchResponse:
     model: str
     fallback: dict[str, str] | None
     freshness: dict[str, object]
+    vector_backend: VectorBackend | None = None  # which vector search ran: sqlite-vec KNN or exact
 
     def to_dict(self) -> dict[str, object]:
         return {
@@ -109,6 +127,7 @@ class SearchResponse:
             "model": self.model,
             "fallback": self.fallback,
             "freshness": self.freshness,
+            "vectorBackend": self.vector_backend,
         }
 
 
@@ -136,6 +155,8 @@ class _State:
     readonly: RecoveryStats = field(default_factory=RecoveryStats)
     corrupt_moved_to: str | None = None
     last_sync_saved: str | None = None
+    embedding_error: str | None = None
+    provider_state: str = "none"  # none | loading | ready | unavailable
 
 
 class IndexEngine:
@@ -153,12 +174,15 @@ class IndexEngine:
         self.settings = agent.settings
         self.provider = provider
         self.provider_unavailable_reason = provider_unavailable_reason
+        self.fallback_from: str | None = None
+        self.batch = BatchEmbedder(self.settings.remote.batch) if self.settings.remote.batch.enabled else None
         self._lock = WriterLock(agent.db_path)
         self._hold_lock = hold_writer_lock
         self._store: IndexStore | None = None
         vector = self.settings.store.vector
         self._readers = ReaderPool(agent.db_path, vec_path=vector.extension_path, vec_enabled=vector.enabled)
         self._sync_lock = anyio.Lock()
+        self._vector_cache = ExactMatrixCache()
         self.state = _State()
 
     # ------------------------------------------------------------------ lifecycle
@@ -452,10 +476,21 @@ class IndexEngine:
             prepared = await anyio.to_thread.run_sync(
                 functools.partial(prepare_many, batch, batch_states, chunking, full=full)
             )
-            vectors = await self._embed(store, prepared)
-            counts = await anyio.to_thread.run_sync(write_prepared, store, prepared, model, vectors)
+            try:
+                vectors = await self._embed(store, prepared)
+            except EmbeddingError as exc:
+                # Keep the index usable: write these chunks for keyword search now, embed them next sync.
+                log.warning("embedding failed; indexing keyword-only for now", agent=self.agent.id, error=str(exc))
+                self.state.embedding_error = str(exc)
+                write = functools.partial(write_prepared, store, prepared, model, None, missing_vectors=True)
+            else:
+                if self.provider is not None:
+                    self.state.embedding_error = None
+                write = functools.partial(write_prepared, store, prepared, model, vectors)
+            counts = await anyio.to_thread.run_sync(write)
             total.add(counts)
-            crash_point("reindex:building" if full else "sync:after-batch")
+            if full or counts.indexed or counts.deleted:
+                crash_point("reindex:building" if full else "sync:after-batch")
             if progress is not None:
                 progress(Progress("index", min(start + len(batch), len(files)), len(files), total.chunks))
         if prune:
@@ -480,7 +515,7 @@ class IndexEngine:
         """Vectors for each prepared file's chunks (None without a provider)."""
         if self.provider is None:
             return None
-        return await embed_prepared(self.provider, store, prepared, cache=self.settings.cache.enabled)
+        return await embed_prepared(self.provider, store, prepared, cache=self.settings.cache.enabled, batch=self.batch)
 
     async def _full_reindex(self, progress: ProgressFn | None) -> SyncCounts:
         """Spec §3.10: build everything into a temporary database, then swap it in atomically."""
@@ -536,54 +571,166 @@ class IndexEngine:
         max_results: int | None = None,
         min_score: float | None = None,
         corpus: Corpus = "all",
+        mode: SearchMode = "auto",
     ) -> SearchResponse:
-        """Search without waiting for any sync (the caller decides whether to sync first)."""
+        """Search without waiting for any sync (the caller decides whether to sync first).
+
+        `auto` is hybrid when an embedding provider is ready, else keyword-only. A mode that needs
+        vectors falls back to keyword-only (and says why in `fallback`) when the provider is
+        missing or not ready, the query cannot be embedded, or the index holds no vectors yet.
+        """
         q = query.strip()
         limit = max_results if max_results is not None else self.settings.query.max_results
         floor = min_score if min_score is not None else self.settings.query.min_score
         sources = [s for s in corpus_sources(corpus) if s in self.settings.sources]
         fp = self.fingerprint
+        run, fallback = self._search_mode(mode)
         results: list[SearchResult] = []
+        backend: VectorBackend | None = None
         if q and sources and limit > 0:
-            workspace = self.agent.workspace
-
-            def mtime(path: str) -> int | None:
-                try:
-                    return os.stat(workspace / path).st_mtime_ns // 1_000_000
-                except OSError:
-                    return None
-
-            def run() -> list[SearchResult]:
-                with self._readers.reader() as (conn, _vec):
-                    cands = keyword_only(
-                        conn,
-                        q,
-                        self.settings,
-                        sources=sources,
-                        max_results=limit,
-                        min_score=floor,
-                        now_ms=now_ms(),
-                        mtime_lookup=mtime,
-                    )
-                return to_results(cands)
-
-            results = await anyio.to_thread.run_sync(run)
-        fallback = None
-        if self.provider is None and self.provider_unavailable_reason:
-            fallback = {"from": self.settings.provider, "reason": self.provider_unavailable_reason}
+            opts = RankOptions.from_settings(self.settings, max_results=limit, min_score=floor, now_ms=now_ms())
+            cands, run, backend, degraded = await self._ranked(q, run, sources, opts)
+            fallback = degraded or fallback
+            results = to_results(cands)
         return SearchResponse(
             results=results,
-            mode="keyword",
+            mode=run,
             provider=fp.provider,
             model=fp.model,
             fallback=fallback,
             freshness=self.freshness(),
+            vector_backend=backend,
         )
+
+    def _search_mode(self, wanted: SearchMode) -> tuple[str, dict[str, str] | None]:
+        """The mode to try first, and the fallback already known (no provider, model not ready)."""
+        reason = self._provider_unready_reason()
+        if reason is None:
+            return ("hybrid" if wanted == "auto" else wanted), None
+        if wanted in ("auto", "keyword"):
+            if self.provider is None and not self.provider_unavailable_reason:
+                return "keyword", None
+            return "keyword", {"from": self.settings.provider, "reason": reason}
+        return "keyword", {"from": wanted, "reason": reason}
+
+    def _provider_unready_reason(self) -> str | None:
+        if self.provider is None:
+            return self.provider_unavailable_reason or "no embedding provider is configured"
+        state = str(getattr(self.provider, "state", "ready"))
+        if state in ("loading", "error"):
+            return f"the embedding model is {'still loading' if state == 'loading' else 'unavailable'}"
+        return None
+
+    async def _ranked(
+        self, q: str, run: str, sources: Sequence[str], opts: RankOptions
+    ) -> tuple[list[Candidate], str, VectorBackend | None, dict[str, str] | None]:
+        """Run the legs (the keyword leg and the query embedding concurrently), then rank."""
+        keyword_hits: list[Candidate] = []
+        vector: Vectors | None = None
+        fallback: dict[str, str] | None = None
+        strategy = str(getattr(self.settings.query, "keyword_strategy", KEYWORD_STRATEGY))
+        if run == "keyword" and strategy == "openclaw":
+            return await anyio.to_thread.run_sync(self._openclaw_keyword, q, sources, opts), "keyword", None, None
+
+        async def keyword_leg() -> None:
+            nonlocal keyword_hits
+            keyword_hits = await anyio.to_thread.run_sync(self._keyword_leg, q, sources)
+
+        async def embed() -> None:
+            nonlocal vector, fallback
+            provider = self.provider
+            if provider is None:
+                return
+            try:
+                with anyio.fail_after(QUERY_EMBED_TIMEOUT_S):
+                    vector = await provider.embed_query(q)
+            except EmbeddingError as exc:
+                fallback = {"from": run, "reason": f"query embedding failed: {exc}"}
+            except TimeoutError:
+                fallback = {"from": run, "reason": f"query embedding took over {QUERY_EMBED_TIMEOUT_S:g} s"}
+
+        async with anyio.create_task_group() as tg:
+            if run in ("hybrid", "keyword"):
+                tg.start_soon(keyword_leg)
+            if run in ("hybrid", "vector"):
+                tg.start_soon(embed)
+        hits = VectorHits([], "none")
+        if run != "keyword" and vector is not None:
+            hits = await anyio.to_thread.run_sync(self._vector_leg, vector, sources)
+            if hits.backend == "none":
+                fallback = {"from": run, "reason": f"the index holds no vectors of {self.fingerprint.model} yet"}
+        if run != "keyword" and hits.backend == "none":
+            if run == "vector":
+                keyword_hits = await anyio.to_thread.run_sync(self._keyword_leg, q, sources)
+            run = "keyword"
+        mtime = self._mtime_lookup()
+        if run == "hybrid":
+            ranked = rank_hybrid(hits.hits, keyword_hits, opts, mtime)
+        else:
+            ranked = rank_single(hits.hits if run == "vector" else keyword_hits, opts, mtime)
+        return ranked, run, (hits.backend if run != "keyword" else None), fallback
+
+    def _keyword_leg(self, q: str, sources: Sequence[str]) -> list[Candidate]:
+        with self._readers.reader() as (conn, _vec):
+            return search_relaxed(
+                conn, q, limit=MAX_CANDIDATES, sources=sources, tokenizer=self.settings.store.fts.tokenizer
+            )
+
+    def _vector_leg(self, vector: Vectors, sources: Sequence[str]) -> VectorHits:
+        with self._readers.reader() as (conn, vec):
+            return search_vector(
+                conn,
+                vector,
+                k=MAX_CANDIDATES,
+                sources=sources,
+                model=self.fingerprint.model,
+                vec_available=vec.available,
+                cache=self._vector_cache,
+            )
+
+    def _openclaw_keyword(self, q: str, sources: Sequence[str], opts: RankOptions) -> list[Candidate]:
+        with self._readers.reader() as (conn, _vec):
+            return openclaw_keyword_only(
+                conn,
+                q,
+                self.settings,
+                sources=sources,
+                max_results=opts.max_results,
+                min_score=opts.min_score,
+                now_ms=opts.now_ms,
+                mtime_lookup=self._mtime_lookup(),
+            )
+
+    def _mtime_lookup(self) -> Callable[[str], int | None]:
+        workspace = self.agent.workspace
+
+        def mtime(path: str) -> int | None:
+            try:
+                return os.stat(workspace / path).st_mtime_ns // 1_000_000
+            except OSError:
+                return None
+
+        return mtime
 
     def read_file(self, path: str, *, from_line: int | None = None, lines: int | None = None) -> FileSlice:
         return read_memory_file(path, self.agent.workspace, self.agent.extra_paths, from_line=from_line, lines=lines)
 
     # ------------------------------------------------------------------ status
+
+    def fallback_info(self) -> dict[str, str] | None:
+        """`{from, reason}` when the configured provider is not the one in use (or none is)."""
+        reason = self.provider_unavailable_reason
+        if self.fallback_from is not None and reason:
+            return {"from": self.fallback_from, "reason": reason}
+        if self.provider is None and reason:
+            return {"from": self.settings.provider, "reason": reason}
+        return None
+
+    def missing_vector_files(self) -> int:
+        store = self._store_required()
+        with translated("counting files without vectors"):
+            row = store.conn.execute("SELECT COUNT(*) FROM files WHERE hash LIKE 'novec:%'").fetchone()
+        return int(row[0]) if row else 0
 
     def status(self) -> dict[str, object]:
         """The builtin status fields of spec §4.2, plus freshness and recovery details."""
@@ -632,11 +779,15 @@ class IndexEngine:
                 "loadError": vec.error,
                 "dims": meta.vector_dims if meta else None,
             },
-            "fallback": (
-                {"from": s.provider, "reason": self.provider_unavailable_reason}
-                if self.provider is None and self.provider_unavailable_reason
-                else None
-            ),
+            "fallback": self.fallback_info(),
+            "batch": self.batch.state() if self.batch is not None else {"enabled": False},
+            "embedding": {
+                "state": self.state.provider_state,
+                "provider": fp.provider,
+                "model": fp.model,
+                "lastError": self.state.embedding_error,
+                "filesWithoutVectors": self.missing_vector_files(),
+            },
             "searchMode": "hybrid" if self.provider is not None else "keyword",
             "providerUnavailableReason": self.provider_unavailable_reason,
             "readonlyRecovery": {

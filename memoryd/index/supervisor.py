@@ -12,7 +12,7 @@ from anyio.abc import TaskGroup, TaskStatus
 
 from memoryd.config import AgentConfig, Config
 from memoryd.errors import DaemonError, NotFoundError
-from memoryd.index.actor import AgentIndex, ProviderFactory
+from memoryd.index.actor import AgentIndex, FallbackFactory, ProviderFactory
 
 log = structlog.get_logger(__name__)
 
@@ -21,9 +21,16 @@ BACKOFF_MAX_S = 60.0
 
 
 class Supervisor:
-    def __init__(self, cfg: Config, *, provider_factory: ProviderFactory | None = None) -> None:
+    def __init__(
+        self,
+        cfg: Config,
+        *,
+        provider_factory: ProviderFactory | None = None,
+        fallback_factory: FallbackFactory | None = None,
+    ) -> None:
         self.cfg = cfg
         self._provider_factory = provider_factory
+        self._fallback_factory = fallback_factory
         self.actors: dict[str, AgentIndex] = {}
         self.failures: dict[str, str] = {}
         self._agents: dict[str, AgentConfig] = {}
@@ -80,7 +87,9 @@ class Supervisor:
         reported = False
         with scope:
             while True:
-                actor = AgentIndex(agent, provider_factory=self._provider_factory)
+                actor = AgentIndex(
+                    agent, provider_factory=self._provider_factory, fallback_factory=self._fallback_factory
+                )
                 try:
                     async with anyio.create_task_group() as inner:
                         await inner.start(actor.run)

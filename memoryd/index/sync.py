@@ -30,6 +30,11 @@ from memoryd.store.index import FileState, IndexStore
 log = structlog.get_logger(__name__)
 
 
+NO_VECTORS = "novec:"
+"""Prefix of a stored file hash whose chunks were written without vectors (embedding failed):
+such a file never matches its content hash, so the next sync embeds it again."""
+
+
 class Outcome(Enum):
     UNCHANGED = "unchanged"  # size and mtime match: not even read
     TOUCHED = "touched"  # read, same hash, new mtime
@@ -64,7 +69,8 @@ def prepare(file: SourceFile, state: FileState | None, chunking: ChunkingSetting
         return Prepared(file, Outcome.VANISHED)
     except OSError as exc:
         return Prepared(file, Outcome.UNREADABLE, error=exc.strerror or str(exc))
-    if not full and state is not None and state.size == st.st_size and state.mtime_ns == st.st_mtime_ns:
+    unchanged_stat = state is not None and state.size == st.st_size and state.mtime_ns == st.st_mtime_ns
+    if not full and state is not None and unchanged_stat and not state.hash.startswith(NO_VECTORS):
         return Prepared(file, Outcome.UNCHANGED, hash=state.hash, mtime_ns=st.st_mtime_ns, size=st.st_size)
     try:
         data = read_source(file.abs_path)
@@ -116,8 +122,14 @@ def write_prepared(
     items: Sequence[Prepared],
     model: str,
     vectors: Sequence[Vectors | None] | None = None,
+    *,
+    missing_vectors: bool = False,
 ) -> SyncCounts:
-    """Apply a batch of prepared files in one transaction; `vectors[i]` belongs to `items[i]`."""
+    """Apply a batch of prepared files in one transaction; `vectors[i]` belongs to `items[i]`.
+
+    `missing_vectors`: embedding failed, the chunks are written for keyword search only and the
+    files are marked so the next sync embeds them again.
+    """
     counts = SyncCounts()
     with store.transaction():
         for i, item in enumerate(items):
@@ -131,7 +143,7 @@ def write_prepared(
                 counts.chunks += store.replace_file(
                     source=f.source,
                     path=f.path,
-                    file_hash=item.hash,
+                    file_hash=NO_VECTORS + item.hash if missing_vectors else item.hash,
                     mtime_ns=item.mtime_ns,
                     size=item.size,
                     bad_lines=item.bad_lines,

@@ -45,7 +45,7 @@ async def test_cold_start_indexes_memory_and_transcripts(engine: IndexEngine) ->
     assert st["files"] == 4
     assert st["malformedTranscriptLines"] == 1
     assert st["dirty"] is False
-    assert st["searchMode"] == "fts-only"
+    assert st["searchMode"] == "keyword"
 
 
 async def test_results_carry_lines_snippets_and_citations(engine: IndexEngine) -> None:

@@ -27,7 +27,20 @@ def run(ws: Path, state: Path, *args: str, crash_at: str | None = None) -> subpr
     env = {k: v for k, v in os.environ.items() if k != "MEMORYD_CRASH_AT"}
     if crash_at:
         env["MEMORYD_CRASH_AT"] = crash_at
-    cmd = [sys.executable, "-m", "memoryd", *args, "--workspace", str(ws), "--state-dir", str(state)]
+    config = state.parent / "keyword-only.toml"
+    config.write_text('[defaults]\nprovider = "none"\n')
+    cmd = [
+        sys.executable,
+        "-m",
+        "memoryd",
+        *args,
+        "--workspace",
+        str(ws),
+        "--state-dir",
+        str(state),
+        "--config",
+        str(config),
+    ]
     return subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=120, check=False)
 
 

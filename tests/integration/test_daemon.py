@@ -11,9 +11,7 @@ import signal
 import subprocess
 import sys
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import anyio
 import pytest
@@ -22,10 +20,13 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 
 from memoryd.server.client import request_sync, unix_client
 from tests.conftest import transcript_line, write
+from tests.integration.daemon_fixture import Daemon, eventually, search
 
 pytestmark = [pytest.mark.integration, pytest.mark.anyio]
 
 CONFIG = """
+[defaults]
+provider = "none"
 [defaults.sync]
 watch_debounce_ms = 100
 [defaults.sync.sessions]
@@ -36,81 +37,6 @@ workspace = "{root}/alpha"
 [agents.beta]
 workspace = "{root}/beta"
 """
-
-
-@dataclass
-class Daemon:
-    root: Path
-    config: Path
-    state: Path
-    socket: Path
-    env: dict[str, str]
-    proc: subprocess.Popen[str] | None = None
-
-    def start(self, *, crash_at: str | None = None, expect_ready: bool = True) -> None:
-        if self.proc is not None and self.proc.stderr is not None:
-            self.proc.stderr.close()
-        env = dict(self.env)
-        if crash_at:
-            env["MEMORYD_CRASH_AT"] = crash_at
-        self.proc = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "memoryd",
-                "serve",
-                "--config",
-                str(self.config),
-                "--state-dir",
-                str(self.state),
-                "--log-level",
-                "info",
-            ],
-            env=env,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        if expect_ready:
-            self.wait_for_line("memoryd ready")
-
-    def wait_for_line(self, needle: str, timeout: float = 30.0) -> str:
-        """Read the daemon's log until a line contains `needle` (a real event, with a deadline)."""
-        assert self.proc is not None and self.proc.stderr is not None
-        seen: list[str] = []
-        import selectors
-
-        sel = selectors.DefaultSelector()
-        sel.register(self.proc.stderr, selectors.EVENT_READ)
-        deadline = anyio_deadline(timeout)
-        while True:
-            remaining = deadline()
-            if remaining <= 0:
-                raise AssertionError(f"daemon never logged {needle!r}; log so far:\n" + "".join(seen))
-            if not sel.select(remaining):
-                continue
-            line = self.proc.stderr.readline()
-            if not line:
-                raise AssertionError(f"daemon exited ({self.proc.wait()}) before {needle!r}:\n" + "".join(seen))
-            seen.append(line)
-            if needle in line:
-                return line
-
-    def stop(self, sig: int = signal.SIGTERM) -> int:
-        assert self.proc is not None
-        if self.proc.poll() is None:
-            self.proc.send_signal(sig)
-        code = self.proc.wait(timeout=30)
-        if self.proc.stderr:
-            self.proc.stderr.close()
-        return code
-
-
-def anyio_deadline(seconds: float) -> Any:
-    import time
-
-    end = time.monotonic() + seconds
-    return lambda: end - time.monotonic()
 
 
 @pytest.fixture
@@ -126,30 +52,6 @@ def daemon(tmp_path: Path) -> Iterator[Daemon]:
     d.start()
     yield d
     d.stop()
-
-
-async def search(sock: Path, agent: str, query: str, wait_ms: int = 0) -> list[str]:
-    async with Client(unix_client(sock, agent)) as client:
-        args: dict[str, Any] = {"query": query, "minScore": 0}
-        if wait_ms:
-            args["waitFresh"] = wait_ms
-        result = await client.call_tool("memory_search", args)
-    assert not result.is_error, result.content
-    assert isinstance(result.structured_content, dict)
-    return [r["path"] for r in result.structured_content["results"]]
-
-
-async def eventually(sock: Path, agent: str, query: str, expected: list[str], deadline_s: float = 20.0) -> None:
-    """Search with waitFresh until the expected paths come back; fail after `deadline_s`.
-
-    waitFresh makes the daemon wait for changes it knows about; the short pause between tries
-    only covers the moment before its watcher has seen the change at all.
-    """
-    with anyio.fail_after(deadline_s):
-        while True:
-            if await search(sock, agent, query, wait_ms=1000) == expected:
-                return
-            await anyio.sleep(0.05)  # a bounded retry of a query, not synchronisation
 
 
 async def test_search_get_status_through_the_socket(daemon: Daemon) -> None:
