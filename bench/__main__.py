@@ -7,11 +7,11 @@ import platform
 import sys
 from pathlib import Path
 
-from bench import index_bench
+from bench import daemon_bench, index_bench
 from bench.corpus import CorpusSpec
 from memoryd import logging as logs
 
-SECTIONS = ("index",)
+SECTIONS = ("index", "daemon")
 
 
 def main() -> int:
@@ -28,6 +28,8 @@ def main() -> int:
     for section in args.only or SECTIONS:
         if section == "index":
             index_bench.main(args.out, spec)
+        elif section == "daemon":
+            daemon_bench.main(args.out, args.quick)
     return 0
 
 
