@@ -167,8 +167,29 @@ async def _run_services(
     log.info("memoryd ready", socket=str(path), agents=supervisor.agent_ids())
 
 
+def prepare_workspaces(cfg: Config) -> None:
+    """Create the default agents' workspaces (so `make run` on a fresh machine has somewhere to put
+    notes) and say where each agent's memory is read from; a configured workspace that does not
+    exist is reported, not created."""
+    for agent in cfg.agents.values():
+        default = paths.data_dir() / "workspaces" / agent.id
+        if not agent.workspace.exists() and agent.workspace == default:
+            (agent.workspace / "memory").mkdir(parents=True, exist_ok=True)
+        if agent.workspace.exists():
+            log.info(
+                "agent",
+                agent=agent.id,
+                workspace=str(agent.workspace),
+                notes="MEMORY.md and memory/**/*.md",
+                sessions=str(agent.sessions_dir),
+            )
+        else:
+            log.warning("agent workspace does not exist yet", agent=agent.id, workspace=str(agent.workspace))
+
+
 def run(cfg: Config, *, config_path: Path | None = None, socket_path: Path | None = None) -> int:
     """Blocking entry point for the CLI."""
+    prepare_workspaces(cfg)
     try:
         anyio.run(lambda: serve(cfg, config_path=config_path, socket_path=socket_path))
     except (MemorydError, BaseExceptionGroup) as exc:
