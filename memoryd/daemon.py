@@ -8,6 +8,7 @@ or roll back); SIGHUP reloads the configuration and adds, removes or restarts ag
 
 from __future__ import annotations
 
+import functools
 import signal
 import time
 from collections.abc import Awaitable, Callable
@@ -67,7 +68,7 @@ class DaemonService:
 
     async def status(self, agent: str, *, deep: bool) -> dict[str, object]:
         actor = await self._actor(agent)
-        st = await actor.status()
+        st = await actor.status(deep=deep)
         last = actor.engine.state.last_sync
         st["daemon"] = {
             "uptimeS": round(time.monotonic() - self.started, 3),
@@ -143,7 +144,15 @@ async def serve(
 
     try:
         async with anyio.create_task_group() as tg:
-            await _run_services(tg, service=service, supervisor=supervisor, watcher=watcher, path=path, reload=reload)
+            await _run_services(
+                tg,
+                service=service,
+                supervisor=supervisor,
+                watcher=watcher,
+                path=path,
+                reload=reload,
+                max_line_bytes=cfg.daemon.max_line_bytes,
+            )
             task_status.started(path)
     finally:
         with anyio.CancelScope(shield=True):
@@ -158,9 +167,10 @@ async def _run_services(
     watcher: Watcher,
     path: Path,
     reload: Callable[[], Awaitable[None]],
+    max_line_bytes: int,
 ) -> None:
     """Start everything in order: socket first (a second daemon exits here), then agents, then the watcher."""
-    await tg.start(serve_unix, service, path)
+    await tg.start(functools.partial(serve_unix, max_line_bytes=max_line_bytes), service, path)
     await tg.start(_signals, tg.cancel_scope.cancel, reload)
     await tg.start(supervisor.run)
     await tg.start(watcher.run)

@@ -17,7 +17,8 @@ JSON-RPC errors. Anything else reaching an edge is a bug and is logged as one.
     │   ├── EmbeddingQuotaError    the account's quota is used up: never retried
     │   └── EmbeddingRateLimitError  429 / overload: retried with backoff (retry_after in seconds)
     ├── DaemonError              the daemon could not be reached or started
-    └── ProtocolError            a malformed request from a client
+    ├── ProtocolError            a malformed request from a client
+    └── QmdError (memoryd.qmd.errors)  the QMD backend failed: missing binary, timeout, exit, bad output
 """
 
 from __future__ import annotations

@@ -24,9 +24,12 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 from memoryd.config import AgentConfig
 from memoryd.embeddings.base import EmbeddingProvider
 from memoryd.embeddings.select import Selection
-from memoryd.errors import MemorydError
+from memoryd.errors import DaemonError, MemorydError
 from memoryd.index.engine import IndexEngine, SearchResponse, SyncReport
 from memoryd.index.sessions import SessionDeltaTracker
+from memoryd.qmd.backend import QmdBackend
+from memoryd.qmd.fallback import FallbackSearcher
+from memoryd.qmd.updates import EmbedGate
 from memoryd.sources.discovery import list_session_files
 from memoryd.sources.readfile import FileSlice
 
@@ -60,6 +63,8 @@ class AgentIndex:
         *,
         provider_factory: ProviderFactory | None = None,
         fallback_factory: FallbackFactory | None = None,
+        state_dir: Path | None = None,
+        qmd_gate: EmbedGate | None = None,
     ) -> None:
         self.agent = agent
         self.settings = agent.settings
@@ -83,6 +88,16 @@ class AgentIndex:
         self.started_at = time.time()
         self.watch_mode = "off"
         self.watch_error: str | None = None
+        self.qmd: FallbackSearcher | None = None
+        if self.settings.backend == "qmd":
+            qmd = self.settings.qmd
+            root = state_dir or agent.db_path.parent.parent.parent
+            self.qmd = FallbackSearcher(
+                lambda: QmdBackend(agent, qmd, state_dir=root, gate=qmd_gate),
+                builtin=_BuiltinView(self),
+                retry_s=qmd.fallback.retry_ms / 1000,
+                retry_max_s=qmd.fallback.retry_max_ms / 1000,
+            )
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -90,6 +105,9 @@ class AgentIndex:
         await self.engine.open()
         try:
             async with anyio.create_task_group() as tg:
+                if self.qmd is not None:
+                    # The builtin index keeps syncing beside QMD: that is what makes the fallback instant.
+                    await tg.start(self.qmd.run)
                 tg.start_soon(self._consume)
                 tg.start_soon(self._transcript_loop)
                 if self.settings.sync.interval_minutes > 0:
@@ -99,6 +117,8 @@ class AgentIndex:
                 self._post(_SyncJob("startup"))
                 task_status.started()
         finally:
+            self._send.close()
+            self._recv.close()
             with anyio.CancelScope(shield=True):
                 await anyio.to_thread.run_sync(self.engine.close)
 
@@ -142,11 +162,14 @@ class AgentIndex:
         self._post(_SyncJob("fallback", force=True))
 
     def _post(self, job: _SyncJob) -> None:
+        """Queue a fire-and-forget sync; a full mailbox already holds a sync that will cover it."""
         try:
             self._send.send_nowait(job)
         except anyio.WouldBlock:
             log.warning("mailbox full; change coalesced into the next sync", agent=self.agent.id)
             self.engine.mark_dirty()
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+            log.debug("agent index stopped; change dropped", agent=self.agent.id)
 
     # ------------------------------------------------------------------ inputs
 
@@ -154,6 +177,8 @@ class AgentIndex:
         """The watcher saw memory files change."""
         for _ in range(count):
             self.engine.mark_dirty()
+        if self.qmd is not None:
+            self.qmd.files_changed()
         if self.settings.sync.watch:
             self._post(_SyncJob("watch", watch=True))
 
@@ -161,10 +186,17 @@ class AgentIndex:
         """A transcript grew (watcher or client event); counted against the delta thresholds."""
         self._pending_transcripts.add(path)
         self._transcript_wakeup.set()
+        if self.qmd is not None:
+            self.qmd.files_changed()
 
     async def request_sync(self, reason: str, *, force: bool = False) -> SyncReport:
         job = _SyncJob(reason, force=force, done=anyio.Event())
-        self._post(job)
+        try:
+            await self._send.send(job)  # waits for room: this caller wants the report
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+            raise DaemonError(f"agent {self.agent.id!r} is stopping") from None
+        if self.qmd is not None:
+            await self.qmd.sync(reason, force=force)
         assert job.done is not None
         await job.done.wait()
         result = job.report[0]
@@ -265,6 +297,24 @@ class AgentIndex:
         corpus: str,
         wait_fresh_ms: int | None,
     ) -> SearchResponse:
+        """Search through QMD when it is the agent's backend (it falls back to the builtin index itself)."""
+        if self.qmd is not None:
+            return await self.qmd.search(
+                query, max_results=max_results, min_score=min_score, corpus=corpus, wait_fresh_ms=wait_fresh_ms
+            )
+        return await self._builtin_search(
+            query, max_results=max_results, min_score=min_score, corpus=corpus, wait_fresh_ms=wait_fresh_ms
+        )
+
+    async def _builtin_search(
+        self,
+        query: str,
+        *,
+        max_results: int | None,
+        min_score: float | None,
+        corpus: str,
+        wait_fresh_ms: int | None,
+    ) -> SearchResponse:
         if not self._first_sync.is_set() and await self.engine.is_empty():
             with anyio.move_on_after(BOOTSTRAP_WAIT_S):
                 await self._first_sync.wait()  # bootstrap: nothing to answer from yet
@@ -285,7 +335,15 @@ class AgentIndex:
     async def get(self, path: str, *, from_line: int | None, lines: int | None) -> FileSlice:
         return await anyio.to_thread.run_sync(lambda: self.engine.read_file(path, from_line=from_line, lines=lines))
 
-    async def status(self) -> dict[str, object]:
+    async def status(self, *, deep: bool = False) -> dict[str, object]:
+        if self.qmd is None:
+            return await self._builtin_status()
+        st = await self.qmd.status()
+        if deep:
+            st["qmdDoctor"] = await self.qmd.doctor()
+        return st
+
+    async def _builtin_status(self) -> dict[str, object]:
         st = await anyio.to_thread.run_sync(self.engine.status)
         st["watch"] = {"mode": self.watch_mode, "error": self.watch_error}
         st["queueDepth"] = self.queue_depth
@@ -294,5 +352,29 @@ class AgentIndex:
         return st
 
     async def aclose(self) -> None:
+        """Close the mailbox: the consumer finishes what is queued and stops."""
         with contextlib.suppress(anyio.ClosedResourceError):
             await self._send.aclose()
+
+
+class _BuiltinView:
+    """The builtin index as the QMD fallback sees it (search and status without the QMD layer)."""
+
+    def __init__(self, actor: AgentIndex) -> None:
+        self._actor = actor
+
+    async def search(
+        self,
+        query: str,
+        *,
+        max_results: int | None,
+        min_score: float | None,
+        corpus: str,
+        wait_fresh_ms: int | None,
+    ) -> SearchResponse:
+        return await self._actor._builtin_search(
+            query, max_results=max_results, min_score=min_score, corpus=corpus, wait_fresh_ms=wait_fresh_ms
+        )
+
+    async def status(self) -> dict[str, object]:
+        return await self._actor._builtin_status()

@@ -13,6 +13,7 @@ from anyio.abc import TaskGroup, TaskStatus
 from memoryd.config import AgentConfig, Config
 from memoryd.errors import DaemonError, NotFoundError
 from memoryd.index.actor import AgentIndex, FallbackFactory, ProviderFactory
+from memoryd.qmd.updates import EmbedGate
 
 log = structlog.get_logger(__name__)
 
@@ -38,6 +39,7 @@ class Supervisor:
         self._stopped: dict[str, anyio.Event] = {}
         self._tg: TaskGroup | None = None
         self.ready = anyio.Event()
+        self._qmd_gate = EmbedGate(cfg.state_dir / "qmd" / "embed.lock")
 
     def agent_ids(self) -> list[str]:
         return [a for a in self.cfg.agents if a in self._agents]
@@ -88,7 +90,11 @@ class Supervisor:
         with scope:
             while True:
                 actor = AgentIndex(
-                    agent, provider_factory=self._provider_factory, fallback_factory=self._fallback_factory
+                    agent,
+                    provider_factory=self._provider_factory,
+                    fallback_factory=self._fallback_factory,
+                    state_dir=self.cfg.state_dir,
+                    qmd_gate=self._qmd_gate,
                 )
                 try:
                     async with anyio.create_task_group() as inner:
