@@ -57,6 +57,8 @@ class HybridSettings:
     text_weight: float = 0.3
     candidate_multiplier: int = 4
     fusion: Fusion = "weighted"
+    rrf_k: int = 60
+    text_score: Literal["coverage", "bm25"] = "coverage"
     mmr: MmrSettings = field(default_factory=MmrSettings)
     temporal_decay: TemporalDecaySettings = field(default_factory=TemporalDecaySettings)
 
@@ -65,6 +67,7 @@ class HybridSettings:
 class QuerySettings:
     max_results: int = 6
     min_score: float = 0.35
+    keyword_strategy: Literal["relaxed", "openclaw"] = "relaxed"
     hybrid: HybridSettings = field(default_factory=HybridSettings)
 
 
@@ -333,13 +336,14 @@ def normalise(s: MemorySearchSettings) -> MemorySearchSettings:
         vector_weight=vw,
         text_weight=tw,
         candidate_multiplier=int(_clamp(h.candidate_multiplier, 1, 20)),
+        rrf_k=max(1, h.rrf_k),
         mmr=MmrSettings(enabled=h.mmr.enabled, lambda_=_clamp(lam, 0, 1)),
         temporal_decay=TemporalDecaySettings(
             enabled=h.temporal_decay.enabled, half_life_days=max(1, h.temporal_decay.half_life_days)
         ),
     )
-    query = QuerySettings(
-        max_results=max(1, s.query.max_results), min_score=_clamp(s.query.min_score, 0, 1), hybrid=hybrid
+    query = dataclasses.replace(
+        s.query, max_results=max(1, s.query.max_results), min_score=_clamp(s.query.min_score, 0, 1), hybrid=hybrid
     )
     sessions = s.sync.sessions
     sync = dataclasses.replace(

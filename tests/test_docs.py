@@ -33,8 +33,10 @@ def commands() -> list[str]:
     return sorted(sub.choices)
 
 
-@pytest.mark.parametrize("key", sorted([*config_keys(config_mod.MemorySearchSettings()),
-                                        *config_keys(config_mod.DaemonSettings(), "daemon")]))
+@pytest.mark.parametrize(
+    "key",
+    sorted([*config_keys(config_mod.MemorySearchSettings()), *config_keys(config_mod.DaemonSettings(), "daemon")]),
+)
 def test_every_config_key_is_documented(key: str) -> None:
     assert f"`{key}`" in README, f"config key {key} is missing from README.md's configuration table"
 

@@ -16,7 +16,10 @@ from typing import Any
 import anyio.to_thread
 
 from memoryd import config as config_mod
+from memoryd import paths
 from memoryd.config import AgentConfig
+from memoryd.embeddings.base import EmbeddingProvider
+from memoryd.embeddings.select import select_provider
 from memoryd.errors import MemorydError
 from memoryd.eval import locomo
 from memoryd.eval.locomo import Conversation, Dataset, Qrel
@@ -42,12 +45,13 @@ SearchFn = Callable[[IndexEngine, str], Awaitable[list[Span]]]
 
 
 def searcher(mode: Mode) -> SearchFn:
-    """The one place the harness picks a search mode; hybrid and vector wait for an embedding provider."""
-    if mode != "keyword":
-        raise MemorydError("vector search is not available yet")
+    """The one place the harness picks a search mode (hybrid and vector need the engine's provider)."""
 
     async def search(engine: IndexEngine, query: str) -> list[Span]:
-        resp = await engine.search(query, max_results=TOP_K, min_score=MIN_SCORE)
+        resp = await engine.search(query, max_results=TOP_K, min_score=MIN_SCORE, mode=mode)
+        if resp.mode != mode:
+            reason = (resp.fallback or {}).get("reason", "unknown")
+            raise MemorydError(f"{mode} search did not run ({resp.mode} ran instead): {reason}")
         return [Span(r.path, r.start_line, r.end_line) for r in resp.results]
 
     return search
@@ -116,7 +120,9 @@ def _spans_by_path(spans: Sequence[Span]) -> dict[str, list[Span]]:
     return out
 
 
-async def _run_group(group: _Group, pool: bool, root: Path, search: SearchFn, tally: _Tally) -> AgentConfig:
+async def _run_group(
+    group: _Group, pool: bool, root: Path, search: SearchFn, tally: _Tally, *, provider: EmbeddingProvider | None
+) -> AgentConfig:
     """Write one index's workspace, sync it with the real engine, then ask and score its questions."""
     workspace = root / group.agent_id
     files: dict[str, str] = {}
@@ -127,7 +133,7 @@ async def _run_group(group: _Group, pool: bool, root: Path, search: SearchFn, ta
     await anyio.to_thread.run_sync(locomo.write_workspace, workspace, files)
     table = {"agents": {group.agent_id: {"workspace": str(workspace)}}}
     agent = config_mod.build(table, state_dir=root / "state").agent(group.agent_id)
-    engine = IndexEngine(agent)
+    engine = IndexEngine(agent, provider)
     await engine.open()
     try:
         started = time.perf_counter()
@@ -165,7 +171,17 @@ async def evaluate(
     convs = dataset.conversations
     groups = [_Group(POOL_ID, convs)] if pool else [_Group(c.sample_id, (c,)) for c in convs]
     tally = _Tally(files_total=sum(len(c.sessions) for c in convs), progress=progress)
-    agents = [await _run_group(g, pool, work_dir, search, tally) for g in groups]
+    provider: EmbeddingProvider | None = None
+    if mode != "keyword":
+        selection = await select_provider(config_mod.build({}).defaults, cache_dir=paths.cache_dir())
+        if selection.provider is None:
+            raise MemorydError(f"{mode} search needs an embedding provider: {selection.reason}")
+        provider = selection.provider
+    try:
+        agents = [await _run_group(g, pool, work_dir, search, tally, provider=provider) for g in groups]
+    finally:
+        if provider is not None:
+            await provider.aclose()
     chunking = agents[0].settings.chunking
     settings: dict[str, object] = {
         "dataset": "locomo",
@@ -177,6 +193,8 @@ async def evaluate(
         "chunk_tokens": chunking.tokens,
         "chunk_overlap": chunking.overlap,
         "fts_tokenizer": agents[0].settings.store.fts.tokenizer,
+        "provider": provider.fingerprint.provider if provider else "none",
+        "model": provider.fingerprint.model if provider else "fts-only",
         "k": TOP_K,
         "min_score": MIN_SCORE,
         **locomo.counts(convs),

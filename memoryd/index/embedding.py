@@ -2,6 +2,11 @@
 
 Every batch the provider answers is written to the embedding cache at once, so a sync that is
 interrupted or rate-limited half-way resumes where it stopped instead of starting over.
+
+Vectors must have the dimension the index already holds: a delta sync uses the model the index
+was built with (any change of model or provider settings rebuilds the index), so a differently
+sized answer is a provider fault. It is refused before it reaches the cache or the index, where it
+would otherwise replace the whole sqlite-vec table (and poison the cache) with a handful of rows.
 """
 
 from __future__ import annotations
@@ -18,7 +23,25 @@ from memoryd.embeddings.batching import plan_batches
 from memoryd.embeddings.retry import DEFAULT_RETRY_POLICY, RetryPolicy, with_retries
 from memoryd.errors import EmbeddingError
 from memoryd.index.sync import Outcome, Prepared
+from memoryd.store import schema
 from memoryd.store.index import IndexStore
+
+
+def index_dims(store: IndexStore) -> int | None:
+    """The dimension of the vectors the index holds; None while it holds none (a new or rebuilt index)."""
+    dims = schema.vec_dims(store.conn)
+    if dims is None:
+        meta = store.read_meta()
+        dims = meta.vector_dims if meta is not None else None
+    return dims
+
+
+def _check_dims(fp_provider: str, vectors: Vectors, expected: int | None) -> None:
+    got = int(vectors.shape[-1])
+    if expected is not None and got != expected:
+        raise EmbeddingError(
+            f"{fp_provider} returned {got}-dimensional vectors, but this index holds {expected}-dimensional ones"
+        )
 
 
 async def embed_prepared(
@@ -47,7 +70,10 @@ async def embed_prepared(
     if not text_of:
         return out
     hashes = list(text_of)
+    expected = await anyio.to_thread.run_sync(index_dims, store)
     known: dict[str, np.ndarray] = await anyio.to_thread.run_sync(store.cache_lookup, fp, hashes) if cache else {}
+    if expected is not None:
+        known = {h: v for h, v in known.items() if int(v.shape[-1]) == expected}
     missing = [h for h in hashes if h not in known]
     if missing and batch is not None and batch.usable(provider):
         try:
@@ -55,6 +81,7 @@ async def embed_prepared(
         except EmbeddingError:
             pass  # counted and logged by the batch embedder; the synchronous path takes over
         else:
+            _check_dims(fp.provider, batch_vectors, expected)
             fresh_batch = list(zip(missing, batch_vectors, strict=True))
             known.update(fresh_batch)
             if cache:
@@ -77,6 +104,8 @@ async def embed_prepared(
         vectors = await with_retries(call, policy=policy)
         if vectors.shape[0] != len(batch_hashes):
             raise EmbeddingError(f"{fp.provider} returned {vectors.shape[0]} vectors for {len(batch_hashes)} texts")
+        _check_dims(fp.provider, vectors, expected)
+        expected = int(vectors.shape[-1])
         fresh = list(zip(batch_hashes, vectors, strict=True))
         known.update(fresh)
         if cache:

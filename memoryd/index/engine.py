@@ -27,15 +27,22 @@ import structlog
 from memoryd.config import AgentConfig
 from memoryd.embeddings.base import NO_PROVIDER, EmbeddingProvider, Fingerprint, Vectors
 from memoryd.embeddings.batch import BatchEmbedder
-from memoryd.errors import CorruptDatabaseError, EmbeddingError, MemorydError, ReadonlyDatabaseError, StoreError
+from memoryd.errors import (
+    CorruptDatabaseError,
+    EmbeddingError,
+    MemorydError,
+    ReadonlyDatabaseError,
+    SourceError,
+    StoreError,
+)
 from memoryd.faults import crash_point
 from memoryd.index.embedding import embed_prepared
 from memoryd.index.sync import Prepared, SyncCounts, prepare_many, write_prepared
 from memoryd.search.fuse import Candidate
-from memoryd.search.keyword import search_relaxed
+from memoryd.search.keyword import search_relaxed, total_chunks
 from memoryd.search.pipeline import (
-    KEYWORD_STRATEGY,
     MAX_CANDIDATES,
+    VECTOR_CANDIDATES,
     RankOptions,
     SearchResult,
     openclaw_keyword_only,
@@ -44,7 +51,7 @@ from memoryd.search.pipeline import (
     to_results,
 )
 from memoryd.search.vector import ExactMatrixCache, VectorBackend, VectorHits, search_vector
-from memoryd.sources.discovery import SourceFile, list_memory_files, list_session_files
+from memoryd.sources.discovery import SourceFile, index_path, list_memory_files, list_session_files
 from memoryd.sources.readfile import FileSlice, read_memory_file
 from memoryd.store import schema
 from memoryd.store.db import VecState, connect, move_aside, translated
@@ -59,6 +66,8 @@ BATCH_FILES = 256
 INDEXED_AT_KEY = "indexed_at"
 LAST_SYNC_KEY = "last_sync"
 Corpus = str  # "memory" | "sessions" | "all"
+Unlisted = tuple[str, str]
+"""(source, index path) of a file or directory that exists but could not be inspected or listed."""
 SearchMode = Literal["auto", "hybrid", "keyword", "vector"]
 QUERY_EMBED_TIMEOUT_S = 15.0
 """A query embedding slower than this falls back to keyword-only rather than stall the search."""
@@ -347,6 +356,7 @@ class IndexEngine:
             except MemorydError as exc:
                 report = SyncReport(reason, full, SyncCounts(), _elapsed_ms(started), now_ms(), error=str(exc))
                 self.state.last_sync = report
+                self.state.dirty = True  # the index is behind the sources: never report it clean
                 log.warning("sync failed", agent=self.agent.id, reason=reason, error=str(exc))
                 raise
             stamp = now_ms()
@@ -425,8 +435,10 @@ class IndexEngine:
             counts = await self._index(store, targeted, prune=(), full=False, progress=progress)
             self.state.dirty_sessions.difference_update(f.path for f in targeted)
             return False, counts
-        files = await anyio.to_thread.run_sync(self._discover)
-        counts = await self._index(store, files, prune=self.effective_sources(), full=False, progress=progress)
+        files, unlisted = await anyio.to_thread.run_sync(self._discover)
+        counts = await self._index(
+            store, files, prune=self.effective_sources(), keep=unlisted, full=False, progress=progress
+        )
         self.state.dirty = False
         self.state.dirty_sessions.clear()
         return False, counts
@@ -442,14 +454,37 @@ class IndexEngine:
             if os.path.realpath(f.abs_path) in wanted and os.path.dirname(os.path.realpath(f.abs_path)) == root
         ]
 
-    def _discover(self) -> list[SourceFile]:
+    def _discover(self) -> tuple[list[SourceFile], list[Unlisted]]:
+        """The files to index, and the places that exist but could not be listed (their rows are kept)."""
         sources = self.effective_sources()
         files: list[SourceFile] = []
+        unlisted: list[Unlisted] = []
         if "memory" in sources:
-            files.extend(list_memory_files(self.agent.workspace, self.agent.extra_paths))
+            hidden: list[Path] = []
+            files.extend(list_memory_files(self.agent.workspace, self.agent.extra_paths, unlisted=hidden))
+            unlisted.extend(("memory", index_path(p, self.agent.workspace)) for p in hidden)
         if "sessions" in sources:
-            files.extend(list_session_files(self.agent.sessions_dir))
-        return files
+            hidden = []
+            files.extend(list_session_files(self.agent.sessions_dir, unlisted=hidden))
+            unlisted.extend(("sessions", "sessions") for _ in hidden)
+        return files, unlisted
+
+    def _refuse_to_lose_rows(self, unreadable: Sequence[str], unlisted: Sequence[Unlisted]) -> None:
+        """Raise SourceError if a rebuild would drop indexed files only because they could not be read."""
+        store = self._store_required()
+        cannot_read = set(unreadable)
+        at_risk = sorted(
+            path
+            for source in ("memory", "sessions")
+            for path in store.file_states(source)
+            if path in cannot_read or _under(source, path, unlisted)
+        )
+        if at_risk:
+            more = " …" if len(at_risk) > 5 else ""
+            raise SourceError(
+                f"cannot read {', '.join(at_risk[:5])}{more}: the rebuilt index was not swapped in, so their "
+                "indexed rows are kept; fix the permissions (or delete them) and sync again"
+            )
 
     async def _index(
         self,
@@ -459,8 +494,10 @@ class IndexEngine:
         prune: Sequence[str],
         full: bool,
         progress: ProgressFn | None,
+        keep: Sequence[Unlisted] = (),
     ) -> SyncCounts:
-        """Prepare, embed and write `files` in batches; then prune rows of vanished files in `prune` sources."""
+        """Prepare, embed and write `files` in batches; then prune rows of vanished files in `prune` sources
+        (never of files under `keep`: places that could not be listed, whose files may well exist)."""
         states = {}
         for source in ("memory", "sessions"):
             for path, st in (await anyio.to_thread.run_sync(store.file_states, source)).items():
@@ -498,7 +535,7 @@ class IndexEngine:
             stale: dict[str, list[str]] = {}
             for key in states:
                 source, path = key.split("\x00", 1)
-                if key not in seen:
+                if key not in seen and not _under(source, path, keep):
                     stale.setdefault(source, []).append(path)
             for source in ("memory", "sessions"):
                 paths = stale.get(source, [])
@@ -522,8 +559,9 @@ class IndexEngine:
         rebuild = Rebuild(self.agent.db_path, self.settings)
         try:
             tmp_store = await anyio.to_thread.run_sync(rebuild.open)
-            files = await anyio.to_thread.run_sync(self._discover)
+            files, unlisted = await anyio.to_thread.run_sync(self._discover)
             counts = await self._index(tmp_store, files, prune=(), full=True, progress=progress)
+            await anyio.to_thread.run_sync(self._refuse_to_lose_rows, counts.unreadable, unlisted)
             dims = await anyio.to_thread.run_sync(_vector_dims, tmp_store)
             meta = self.desired_meta(dims)
             await anyio.to_thread.run_sync(rebuild.finish, meta)
@@ -592,6 +630,8 @@ class IndexEngine:
             cands, run, backend, degraded = await self._ranked(q, run, sources, opts)
             fallback = degraded or fallback
             results = to_results(cands)
+        if fallback is None and self.fallback_from is not None:
+            fallback = self.fallback_info()  # the configured provider failed; its fallback answered
         return SearchResponse(
             results=results,
             mode=run,
@@ -624,51 +664,59 @@ class IndexEngine:
     async def _ranked(
         self, q: str, run: str, sources: Sequence[str], opts: RankOptions
     ) -> tuple[list[Candidate], str, VectorBackend | None, dict[str, str] | None]:
-        """Run the legs (the keyword leg and the query embedding concurrently), then rank."""
+        """Embed the query, run the legs side by side, then rank."""
         keyword_hits: list[Candidate] = []
-        vector: Vectors | None = None
         fallback: dict[str, str] | None = None
-        strategy = str(getattr(self.settings.query, "keyword_strategy", KEYWORD_STRATEGY))
+        strategy = self.settings.query.keyword_strategy
         if run == "keyword" and strategy == "openclaw":
             return await anyio.to_thread.run_sync(self._openclaw_keyword, q, sources, opts), "keyword", None, None
+
+        hits = VectorHits([], "none")
+        # The query is embedded first, alone: the model uses every core, and sharing them with the
+        # keyword leg made both slower. Then the two legs run side by side.
+        vector = await self._embed_query(q) if run != "keyword" else None
+        if isinstance(vector, str):
+            fallback, vector = {"from": run, "reason": vector}, None
 
         async def keyword_leg() -> None:
             nonlocal keyword_hits
             keyword_hits = await anyio.to_thread.run_sync(self._keyword_leg, q, sources)
 
-        async def embed() -> None:
-            nonlocal vector, fallback
-            provider = self.provider
-            if provider is None:
-                return
-            try:
-                with anyio.fail_after(QUERY_EMBED_TIMEOUT_S):
-                    vector = await provider.embed_query(q)
-            except EmbeddingError as exc:
-                fallback = {"from": run, "reason": f"query embedding failed: {exc}"}
-            except TimeoutError:
-                fallback = {"from": run, "reason": f"query embedding took over {QUERY_EMBED_TIMEOUT_S:g} s"}
+        async def vector_leg(query_vector: Vectors) -> None:
+            nonlocal hits, fallback
+            hits = await anyio.to_thread.run_sync(self._vector_leg, query_vector, sources)
+            if hits.backend == "none":
+                fallback = {"from": run, "reason": f"the index holds no vectors of {self.fingerprint.model} yet"}
 
         async with anyio.create_task_group() as tg:
             if run in ("hybrid", "keyword"):
                 tg.start_soon(keyword_leg)
-            if run in ("hybrid", "vector"):
-                tg.start_soon(embed)
-        hits = VectorHits([], "none")
-        if run != "keyword" and vector is not None:
-            hits = await anyio.to_thread.run_sync(self._vector_leg, vector, sources)
-            if hits.backend == "none":
-                fallback = {"from": run, "reason": f"the index holds no vectors of {self.fingerprint.model} yet"}
+            if vector is not None:
+                tg.start_soon(vector_leg, vector)
         if run != "keyword" and hits.backend == "none":
             if run == "vector":
                 keyword_hits = await anyio.to_thread.run_sync(self._keyword_leg, q, sources)
             run = "keyword"
         mtime = self._mtime_lookup()
         if run == "hybrid":
-            ranked = rank_hybrid(hits.hits, keyword_hits, opts, mtime)
+            rank = functools.partial(rank_hybrid, hits.hits, keyword_hits, opts, mtime)
         else:
-            ranked = rank_single(hits.hits if run == "vector" else keyword_hits, opts, mtime)
+            rank = functools.partial(rank_single, hits.hits if run == "vector" else keyword_hits, opts, mtime)
+        # Sorting a few hundred candidates is quick; MMR (quadratic) and mtime lookups go to a thread.
+        ranked = await anyio.to_thread.run_sync(rank) if opts.mmr_enabled or opts.decay_enabled else rank()
         return ranked, run, (hits.backend if run != "keyword" else None), fallback
+
+    async def _embed_query(self, q: str) -> Vectors | str:
+        """The query's vector, or why there is none."""
+        if self.provider is None:
+            return "no embedding provider is configured"
+        try:
+            with anyio.fail_after(QUERY_EMBED_TIMEOUT_S):
+                return await self.provider.embed_query(q)
+        except EmbeddingError as exc:
+            return f"query embedding failed: {exc}"
+        except TimeoutError:
+            return f"query embedding took over {QUERY_EMBED_TIMEOUT_S:g} s"
 
     def _keyword_leg(self, q: str, sources: Sequence[str]) -> list[Candidate]:
         with self._readers.reader() as (conn, _vec):
@@ -681,11 +729,12 @@ class IndexEngine:
             return search_vector(
                 conn,
                 vector,
-                k=MAX_CANDIDATES,
+                k=VECTOR_CANDIDATES,
                 sources=sources,
                 model=self.fingerprint.model,
                 vec_available=vec.available,
                 cache=self._vector_cache,
+                total_chunks=total_chunks(conn),
             )
 
     def _openclaw_keyword(self, q: str, sources: Sequence[str], opts: RankOptions) -> list[Candidate]:
@@ -813,6 +862,10 @@ class IndexEngine:
                 "builtAt": iso(meta.built_at),
             },
         }
+
+
+def _under(source: str, path: str, places: Sequence[Unlisted]) -> bool:
+    return any(source == s and (path == p or path.startswith(p + "/")) for s, p in places)
 
 
 def _loads(text: str | None) -> object:

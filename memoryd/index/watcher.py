@@ -30,6 +30,9 @@ log = structlog.get_logger(__name__)
 POLL_S = 2.0
 WATCH_DEBOUNCE_MS = 100
 POLLING_DELAY_MS = 500
+STOP_CHECK_MS = 250
+"""How often the watch thread looks at its stop event. watchfiles' default (5 s) made every shutdown
+and every watcher restart wait up to five seconds for the thread to notice."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,6 +64,9 @@ class Watcher:
         self._poll_s = poll_s
         self.polling = bool(os.environ.get("MEMORYD_FORCE_POLLING"))
         self.error: str | None = None
+        # watchfiles' ignore_permission_denied also swallows "watch limit reached" (the watch then
+        # silently misses folders), so it is turned on only after a folder was found unreadable.
+        self._skip_unreadable = False
         self._restart = anyio.Event()
 
     def restart(self) -> None:
@@ -104,13 +110,15 @@ class Watcher:
     async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
         started = False
         previous: _Roots | None = None
+        replaced = False
         while True:
             roots = await anyio.to_thread.run_sync(self._roots)
-            if previous is not None and roots != previous:
-                # A root appeared or vanished: files may have changed before the new watch began.
+            if previous is not None and (roots != previous or replaced):
+                # A root appeared, vanished or was replaced: files may have changed before the new watch began.
                 for actor in self._watched():
                     actor.files_changed()
             previous = roots
+            replaced = False
             self._set_mode()
             stop = anyio.Event()
             self._restart = stop
@@ -120,13 +128,14 @@ class Watcher:
                     task_status.started()
                     started = True
                 if roots.recursive:
-                    await self._watch(roots, stop)
+                    replaced = await self._watch(roots, stop)
                 else:
                     await stop.wait()
                 stop.set()
                 tg.cancel_scope.cancel()
 
-    async def _watch(self, roots: _Roots, stop: anyio.Event) -> None:
+    async def _watch(self, roots: _Roots, stop: anyio.Event) -> bool:
+        """Watch until `stop`; True when a root itself was removed or replaced (its watch is then dead)."""
         try:
             async for changes in watchfiles.awatch(
                 *roots.recursive,
@@ -134,11 +143,23 @@ class Watcher:
                 debounce=WATCH_DEBOUNCE_MS,
                 force_polling=self.polling,
                 poll_delay_ms=POLLING_DELAY_MS,
+                rust_timeout=STOP_CHECK_MS,
                 recursive=True,
-                ignore_permission_denied=True,
+                ignore_permission_denied=self._skip_unreadable,
             ):
                 self.route(path for _change, path in changes)
+                # Roots are absolute, and so are the paths watchfiles reports under them.
+                gone = sorted({p for c, p in changes if c is not watchfiles.Change.modified} & set(roots.recursive))
+                if gone:
+                    # The watch of a removed folder never reports again, even when a folder of the same
+                    # name is created at once (quicker than the root poll could tell): watch afresh.
+                    log.info("a watched folder was removed or replaced; watching it again", folders=gone)
+                    return True
         except (OSError, RuntimeError) as exc:
+            if isinstance(exc, PermissionError) and not self._skip_unreadable:
+                log.info("a watched folder cannot be read; watching the others", error=str(exc))
+                self._skip_unreadable = True
+                return True
             # inotify watch/instance limits, EMFILE: degrade to polling and say so in status.
             if self.polling:
                 log.warning(
@@ -147,12 +168,13 @@ class Watcher:
                 self.error = str(exc)
                 self._set_mode()
                 await stop.wait()
-                return
+                return False
             log.warning("file watcher failed; falling back to polling", error=str(exc))
             self.polling = True
             self.error = str(exc)
             for actor in self._actors():
                 actor.files_changed()  # events may have been lost: reconcile
+        return False
 
     async def _poll_roots(self, roots: _Roots, stop: anyio.Event) -> None:
         """Stat the root notes and check whether the root set changed; restart on a new root set."""

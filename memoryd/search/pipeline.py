@@ -1,7 +1,15 @@
-"""The search paths of spec §3.13, from a query to ranked, cut results.
+"""The search paths of spec §3.13, from a query's legs to ranked, cut results.
 
-Only the FTS-only path (no embedding provider) lives here so far; the hybrid and vector-only
-paths plug in at `run_search`'s mode switch.
+* hybrid: the keyword and vector legs fused, OpenClaw's weighted merge with its relaxed fallback
+  (default) or reciprocal-rank fusion (`fusion="rrf"`);
+* vector-only and keyword-only;
+* OpenClaw's own FTS-only path (`keyword_strategy="openclaw"`), kept exact because its tests pin it.
+
+Then temporal decay and MMR per settings, and the minScore / maxResults cut. Two promises OpenClaw
+does not keep: top-k is monotonic (each leg always fetches the same pool, whatever maxResults is,
+and the cut is a prefix of one ranked list), and minScore can return nothing (abstention): every
+score here is an absolute measure of relevance, never one relative to the other results, so a
+question about something the memory does not hold scores low everywhere.
 """
 
 from __future__ import annotations
@@ -13,15 +21,33 @@ from typing import Literal
 
 import apsw
 
-from memoryd.config import MemorySearchSettings
+from memoryd.config import Fusion, MemorySearchSettings
 from memoryd.search.decay import apply_decay
 from memoryd.search.expand import extract_keywords
-from memoryd.search.fuse import Candidate, ranking_key
+from memoryd.search.fuse import DEFAULT_RRF_K, Candidate, merge_rrf, merge_weighted, ranking_key, select_results
 from memoryd.search.keyword import and_terms, search_keyword
+from memoryd.search.mmr import mmr_rerank
 from memoryd.search.scoring import lexical_boost_score, truncate_snippet
 
 Mode = Literal["hybrid", "keyword", "vector"]
+KeywordStrategy = Literal["relaxed", "openclaw"]
+MtimeLookup = Callable[[str], int | None]
 MAX_CANDIDATES = 200
+"""The keyword leg always returns up to this many candidates (OpenClaw: maxResults x 4, which made
+top-k depend on maxResults)."""
+VECTOR_CANDIDATES = 50
+"""...and the vector leg this many: with the 400-candidate rescoring pool this keeps the KNN within
+its latency budget at 1M chunks. Top-k is monotonic up to maxResults = 50."""
+MMR_POOL = 100
+"""MMR reorders the best this many candidates (it is quadratic); the rest keep their order."""
+KEYWORD_STRATEGY: KeywordStrategy = "relaxed"
+"""Default keyword leg until the config carries `query.keyword_strategy`."""
+TextScore = Literal["coverage", "bm25"]
+FUSION_TEXT_SCORE: TextScore = "coverage"
+"""Which keyword score the hybrid fuses, until the config carries `query.hybrid.text_score`:
+"coverage" (the keyword leg's own score, coverage and bm25 in equal parts) or "bm25" (OpenClaw's
+r/(1+r) of the bm25 rank, which saturates near 1 for any OR match and so barely separates hits:
+on LoCoMo it made hybrid worse than the keyword leg alone)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,6 +78,92 @@ class SearchResult:
         }
 
 
+@dataclass(frozen=True, slots=True)
+class RankOptions:
+    """Everything that shapes the ranking after the legs ran."""
+
+    max_results: int
+    min_score: float
+    vector_weight: float = 0.7
+    text_weight: float = 0.3
+    fusion: Fusion = "weighted"
+    rrf_k: int = DEFAULT_RRF_K
+    text_score: TextScore = FUSION_TEXT_SCORE
+    mmr_enabled: bool = False
+    mmr_lambda: float = 0.7
+    decay_enabled: bool = False
+    half_life_days: float = 30
+    now_ms: int = 0
+
+    @classmethod
+    def from_settings(
+        cls, settings: MemorySearchSettings, *, max_results: int, min_score: float, now_ms: int
+    ) -> RankOptions:
+        hybrid = settings.query.hybrid
+        rrf_k = hybrid.rrf_k
+        text_score: TextScore = hybrid.text_score
+        return cls(
+            max_results=max_results,
+            min_score=min_score,
+            vector_weight=hybrid.vector_weight,
+            text_weight=hybrid.text_weight,
+            fusion=hybrid.fusion,
+            rrf_k=int(rrf_k),
+            text_score=text_score,
+            mmr_enabled=hybrid.mmr.enabled,
+            mmr_lambda=hybrid.mmr.lambda_,
+            decay_enabled=hybrid.temporal_decay.enabled,
+            half_life_days=hybrid.temporal_decay.half_life_days,
+            now_ms=now_ms,
+        )
+
+
+def rank_hybrid(
+    vector: Sequence[Candidate], keyword: Sequence[Candidate], opts: RankOptions, mtime_lookup: MtimeLookup
+) -> list[Candidate]:
+    """Fuse both legs, decay, sort, diversify, then minScore with OpenClaw's relaxed fallback."""
+    if opts.text_score == "coverage":
+        keyword = [replace(c, text_score=c.score) for c in keyword]
+    if opts.fusion == "rrf":
+        merged = scaled_rrf(vector, keyword, opts)
+    else:
+        merged = merge_weighted(vector, keyword, opts.vector_weight, opts.text_weight)
+    ranked = _finish(merged, opts, mtime_lookup)
+    return select_results(ranked, keyword, opts.min_score, opts.max_results, opts.text_weight)
+
+
+def scaled_rrf(vector: Sequence[Candidate], keyword: Sequence[Candidate], opts: RankOptions) -> list[Candidate]:
+    """Reciprocal-rank fusion, on a scale where minScore still means something.
+
+    Raw RRF scores depend only on ranks, so even nonsense has a "best" result. Here the RRF score is
+    divided by its maximum (first in both legs = 1) and multiplied by the query's best weighted
+    score (how relevant the best candidate is in absolute terms): the order is RRF's, the level says
+    whether anything relevant was found.
+    """
+    fused = merge_rrf(vector, keyword, opts.rrf_k)
+    if not fused:
+        return []
+    confidence = max(opts.vector_weight * c.vector_score + opts.text_weight * c.text_score for c in fused)
+    top = 2.0 / (opts.rrf_k + 1)
+    return [replace(c, score=c.score / top * max(confidence, 0.0)) for c in fused]
+
+
+def rank_single(hits: Sequence[Candidate], opts: RankOptions, mtime_lookup: MtimeLookup) -> list[Candidate]:
+    """One leg alone (vector-only or keyword-only): decay, sort, diversify, strict minScore, cut."""
+    ranked = _finish(hits, opts, mtime_lookup)
+    return [c for c in ranked if c.score >= opts.min_score][: max(0, opts.max_results)]
+
+
+def _finish(cands: Sequence[Candidate], opts: RankOptions, mtime_lookup: MtimeLookup) -> list[Candidate]:
+    ranked = list(cands)
+    if opts.decay_enabled:
+        ranked = apply_decay(ranked, opts.now_ms, opts.half_life_days, mtime_lookup)
+    ranked.sort(key=ranking_key)
+    if opts.mmr_enabled and len(ranked) > 1:
+        ranked = mmr_rerank(ranked[:MMR_POOL], opts.mmr_lambda) + ranked[MMR_POOL:]
+    return ranked
+
+
 def candidate_pool(max_results: int, multiplier: int) -> int:
     return min(MAX_CANDIDATES, max(1, math.floor(max_results * multiplier)))
 
@@ -60,7 +172,7 @@ def _boosted(query: str, hits: Sequence[Candidate]) -> list[Candidate]:
     return [replace(h, score=lexical_boost_score(query, h.snippet, h.path, h.text_score)) for h in hits]
 
 
-def keyword_only(
+def openclaw_keyword_only(
     conn: apsw.Connection,
     query: str,
     settings: MemorySearchSettings,

@@ -57,20 +57,17 @@ def truncate_snippet(text: str, max_chars: int = SNIPPET_MAX_CHARS) -> str:
     """The first `max_chars` UTF-16 units of `text`, one shorter if the cut would split a surrogate pair."""
     if max_chars <= 0:
         return ""
-    if len(text) <= max_chars // 2 or utf16_len(text) <= max_chars:
+    if len(text) <= max_chars // 2:
         return text
-    units = 0
-    for index, char in enumerate(text):
-        units += _utf16_units(char)
-        if units > max_chars:
-            return text[:index]
-    return text
+    encoded = text.encode("utf-16-le", errors="surrogatepass")
+    if len(encoded) <= 2 * max_chars:
+        return text
+    end = 2 * max_chars
+    if 0xD800 <= int.from_bytes(encoded[end - 2 : end], "little") <= 0xDBFF:
+        end -= 2  # the cut would leave half of a surrogate pair
+    return encoded[:end].decode("utf-16-le", errors="surrogatepass")
 
 
 def utf16_len(text: str) -> int:
     """Length in UTF-16 code units, as JavaScript's `String.length` reports it."""
-    return len(text) + sum(1 for char in text if ord(char) > 0xFFFF)
-
-
-def _utf16_units(char: str) -> int:
-    return 2 if ord(char) > 0xFFFF else 1
+    return len(text.encode("utf-16-le", errors="surrogatepass")) // 2

@@ -48,12 +48,20 @@ def _is_markdown(name: str) -> bool:
     return name.lower().endswith(".md")
 
 
-def _walk(root: Path) -> Iterator[Path]:
-    """Regular `.md` files below `root`, skipping symlinks and ignored directories, sorted."""
+def _walk(root: Path, unlisted: list[Path] | None = None) -> Iterator[Path]:
+    """Regular `.md` files below `root`, skipping symlinks and ignored directories, sorted.
+
+    A directory that exists but cannot be listed is added to `unlisted`: its files are not
+    gone, and the caller must not treat them as deleted.
+    """
     try:
         entries = sorted(os.scandir(root), key=lambda e: e.name)
+    except FileNotFoundError:
+        return
     except OSError as exc:
-        log.warning("cannot list directory; skipped", path=str(root), error=exc.strerror)
+        log.warning("cannot list directory; its files keep their rows", path=str(root), error=exc.strerror)
+        if unlisted is not None:
+            unlisted.append(root)
         return
     for entry in entries:
         try:
@@ -61,33 +69,53 @@ def _walk(root: Path) -> Iterator[Path]:
                 continue
             if entry.is_dir(follow_symlinks=False):
                 if entry.name.lower() not in IGNORED_DIRS:
-                    yield from _walk(Path(entry.path))
+                    yield from _walk(Path(entry.path), unlisted)
             elif entry.is_file(follow_symlinks=False) and _is_markdown(entry.name):
                 yield Path(entry.path)
         except OSError:
             continue
 
 
-def _regular_file(path: Path) -> bool:
+def _mode(path: Path, unlisted: list[Path] | None) -> int | None:
+    """`lstat` mode of `path`; None when it does not exist, or cannot be inspected (then noted in `unlisted`)."""
     try:
-        return stat.S_ISREG(path.lstat().st_mode)
+        return path.lstat().st_mode
+    except (FileNotFoundError, NotADirectoryError):
+        return None
     except OSError:
-        return False
+        if unlisted is not None:
+            unlisted.append(path)
+        return None
 
 
-def list_memory_files(workspace: Path, extra_paths: Sequence[Path] = ()) -> list[SourceFile]:
-    """MEMORY.md, memory.md, memory/**/*.md, then the extra paths; de-duplicated by real path."""
-    found: list[Path] = [workspace / name for name in ROOT_NOTES if _regular_file(workspace / name)]
+def _regular_file(path: Path, unlisted: list[Path] | None = None) -> bool:
+    mode = _mode(path, unlisted)
+    return mode is not None and stat.S_ISREG(mode)
+
+
+def list_memory_files(
+    workspace: Path, extra_paths: Sequence[Path] = (), *, unlisted: list[Path] | None = None
+) -> list[SourceFile]:
+    """MEMORY.md, memory.md, memory/**/*.md, then the extra paths; de-duplicated by real path.
+
+    Paths that exist but cannot be inspected or listed (permissions, I/O errors) are appended to
+    `unlisted`, so that a sync keeps the rows of the files it could not see.
+    """
+    found: list[Path] = [workspace / name for name in ROOT_NOTES if _regular_file(workspace / name, unlisted)]
     memory_dir = workspace / "memory"
-    if memory_dir.is_dir() and not memory_dir.is_symlink():
-        found.extend(_walk(memory_dir))
+    mode = _mode(memory_dir, unlisted)
+    if mode is not None and stat.S_ISDIR(mode):
+        found.extend(_walk(memory_dir, unlisted))
     for extra in extra_paths:
-        if extra.is_symlink():
+        mode = _mode(extra, unlisted)
+        if mode is None:
+            continue
+        if stat.S_ISLNK(mode):
             log.info("extra path is a symlink; skipped", path=str(extra))
             continue
-        if extra.is_dir():
-            found.extend(_walk(extra))
-        elif _regular_file(extra) and _is_markdown(extra.name):
+        if stat.S_ISDIR(mode):
+            found.extend(_walk(extra, unlisted))
+        elif stat.S_ISREG(mode) and _is_markdown(extra.name):
             found.append(extra)
     seen: set[str] = set()
     result: list[SourceFile] = []
@@ -103,11 +131,19 @@ def list_memory_files(workspace: Path, extra_paths: Sequence[Path] = ()) -> list
     return result
 
 
-def list_session_files(sessions_dir: Path) -> list[SourceFile]:
-    """Transcripts at the top level of the sessions directory, stored as `sessions/<name>`."""
+def list_session_files(sessions_dir: Path, *, unlisted: list[Path] | None = None) -> list[SourceFile]:
+    """Transcripts at the top level of the sessions directory, stored as `sessions/<name>`.
+
+    A sessions directory that exists but cannot be listed is appended to `unlisted`.
+    """
     try:
         entries = sorted(os.scandir(sessions_dir), key=lambda e: e.name)
-    except OSError:
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+    except OSError as exc:
+        log.warning("cannot list the sessions directory; its transcripts keep their rows", error=exc.strerror)
+        if unlisted is not None:
+            unlisted.append(sessions_dir)
         return []
     return [
         SourceFile("sessions", f"sessions/{e.name}", Path(e.path))

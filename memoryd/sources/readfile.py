@@ -4,11 +4,15 @@ Allowed: a `.md` file inside the workspace that is a memory path (MEMORY.md, mem
 DREAMS.md, memory/**), inside an extra directory, or equal to an extra `.md` file. Refused, with
 the reason: empty paths, NUL bytes, anything that normalises outside those roots, a symlink in
 any component below the root (upstream checks only the last one; #80331), non-regular files and
-other extensions. The final open uses O_NOFOLLOW so a swap to a symlink after the checks fails too.
+other extensions. The file is opened one component at a time from the root, each folder with
+O_DIRECTORY|O_NOFOLLOW relative to the one before (openat), so a folder swapped for a symlink
+between a check and the open cannot lead outside: no symlink is ever followed below the root.
 """
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import os
 import stat
 from collections.abc import Sequence
@@ -41,19 +45,48 @@ def _inside(child: str, root: str) -> bool:
     return child == root or child.startswith(root.rstrip(os.sep) + os.sep)
 
 
-def _no_symlinks_below(root: Path, target: Path) -> None:
-    """Refuse if any component from `root` (exclusive) down to `target` is a symlink."""
-    current = root
-    for part in target.relative_to(root).parts:
-        current = current / part
+_DIRECTORY_FLAGS = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+_FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+
+
+def _refusal(at: Path, exc: OSError, shown: str) -> Exception:
+    """The error for a component that could not be opened without following a link."""
+    if isinstance(exc, FileNotFoundError):
+        return NotFoundError(f"{shown}: no such memory file")
+    if exc.errno in (errno.ELOOP, errno.ENOTDIR, errno.EMLINK):
+        with contextlib.suppress(OSError):
+            if stat.S_ISLNK(at.lstat().st_mode):
+                return AccessDeniedError(f"{at} is a symlink; memory_get does not follow symlinks")
+        if exc.errno == errno.ENOTDIR:
+            return NotFoundError(f"{shown}: no such memory file")
+        return AccessDeniedError(f"{at} is a symlink; memory_get does not follow symlinks")
+    return SourceError(f"cannot read {shown}: {exc.strerror}")
+
+
+def _open_below(root: Path, target: Path, shown: str) -> int:
+    """Open `target` for reading, walking from `root` without following any symlink on the way."""
+    try:
+        fd = os.open(root, _DIRECTORY_FLAGS & ~os.O_NOFOLLOW)
+    except OSError as exc:
+        raise _refusal(root, exc, shown) from None
+    at = root
+    try:
+        parts = target.relative_to(root).parts
+        for part in parts[:-1]:
+            at = at / part
+            try:
+                next_fd = os.open(part, _DIRECTORY_FLAGS, dir_fd=fd)
+            except OSError as exc:
+                raise _refusal(at, exc, shown) from None
+            os.close(fd)
+            fd = next_fd
+        at = at / parts[-1]
         try:
-            mode = current.lstat().st_mode
-        except FileNotFoundError:
-            raise NotFoundError(f"{target.name}: no such memory file") from None
+            return os.open(parts[-1], _FILE_FLAGS, dir_fd=fd)
         except OSError as exc:
-            raise SourceError(f"cannot inspect {current}: {exc.strerror}") from exc
-        if stat.S_ISLNK(mode):
-            raise AccessDeniedError(f"{current} is a symlink; memory_get does not follow symlinks")
+            raise _refusal(at, exc, shown) from None
+    finally:
+        os.close(fd)
 
 
 def resolve_allowed(raw: str, workspace: Path, extra_paths: Sequence[Path]) -> tuple[Path, Path, str]:
@@ -96,13 +129,7 @@ def read_memory_file(
 ) -> FileSlice:
     """Read `lines` lines starting at `from_line` (1-based) of an allowed memory file."""
     target, root, shown = resolve_allowed(raw, workspace, extra_paths)
-    _no_symlinks_below(root, target)
-    try:
-        fd = os.open(target, os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_NONBLOCK", 0))
-    except FileNotFoundError:
-        raise NotFoundError(f"{shown}: no such memory file") from None
-    except OSError as exc:
-        raise SourceError(f"cannot read {shown}: {exc.strerror}") from exc
+    fd = _open_below(root, target, shown)
     if not stat.S_ISREG(os.fstat(fd).st_mode):
         os.close(fd)
         raise AccessDeniedError(f"{shown} is not a regular file")

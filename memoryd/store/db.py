@@ -21,6 +21,23 @@ from memoryd.errors import CorruptDatabaseError, ReadonlyDatabaseError, StoreErr
 log = structlog.get_logger(__name__)
 
 BUSY_TIMEOUT_MS = 5000
+PRIVATE_DIR_MODE = 0o700
+PRIVATE_FILE_MODE = 0o600
+"""An index holds the user's notes and transcripts: its folder and files are the user's alone, whatever
+the umask (SQLite gives the -wal and -shm files the database file's mode)."""
+
+
+def private_dir(path: Path) -> None:
+    """Create the folder `path` (and missing parents) if needed; a folder created here is 0700."""
+    path.mkdir(mode=PRIVATE_DIR_MODE, parents=True, exist_ok=True)
+
+
+def _create_private_file(path: Path) -> None:
+    """Create an empty database file with mode 0600 unless it exists (SQLite would use 0644 & ~umask).
+
+    Any failure is left for SQLite's own open to report, in the same words as always."""
+    with contextlib.suppress(OSError):
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), PRIVATE_FILE_MODE))
 
 
 @dataclass(slots=True)
@@ -83,7 +100,8 @@ def connect(
 ) -> tuple[apsw.Connection, VecState]:
     """Open (creating if needed) a database file configured the way memoryd always uses it."""
     if not readonly:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        private_dir(path.parent)
+        _create_private_file(path)
     flags = apsw.SQLITE_OPEN_READONLY if readonly else apsw.SQLITE_OPEN_READWRITE | apsw.SQLITE_OPEN_CREATE
     with translated(f"opening {path}"):
         conn = apsw.Connection(str(path), flags=flags)

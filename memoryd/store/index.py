@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import time
+import uuid
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass
 
@@ -13,11 +14,16 @@ import numpy as np
 import orjson
 
 from memoryd.embeddings.base import Fingerprint, Vectors
+from memoryd.faults import crash_point
 from memoryd.sources.chunking import Chunk
 from memoryd.store import schema
 from memoryd.store.db import VecState, translated
+from memoryd.store.ngrams import has_cjk, side_document
 
 META_KEY = "memory_index_meta_v1"
+GENERATION_KEY = "generation"
+"""Meta key of a random token replaced by every write of chunk rows: in-process caches of the
+index (the exact vector fallback's matrix) compare it to know they are stale, even across a swap."""
 CACHE_LOOKUP_BATCH = 400
 
 
@@ -107,6 +113,7 @@ class IndexStore:
             with contextlib.suppress(apsw.Error):
                 self.conn.execute("ROLLBACK")
             raise
+        crash_point("store:before-commit")
         with translated("committing the index"):
             self.conn.execute("COMMIT")
 
@@ -139,9 +146,24 @@ class IndexStore:
             return {str(p): FileState(str(h), int(m), int(s)) for p, h, m, s in rows}
 
     def ensure_vectors(self, dims: int) -> None:
-        if self.vec.available:
-            with translated("creating the vector table"):
-                schema.ensure_vec(self.conn, dims)
+        """Create the vector tables for `dims`; a new binary table is filled from the stored vectors."""
+        if not self.vec.available:
+            return
+        with translated("creating the vector table"):
+            schema.ensure_vec(self.conn, dims)
+            if dims % 8 == 0 and schema.ensure_vbit(self.conn, dims):
+                self.conn.execute(
+                    f"INSERT INTO {schema.VBIT_TABLE}(rowid, source, shard, embedding) "
+                    "SELECT n, source, n % ?, vec_quantize_binary(embedding) FROM chunks "
+                    "WHERE embedding IS NOT NULL AND length(embedding) = ?",
+                    (schema.VBIT_SHARDS, dims * 4),
+                )
+
+    def generation(self) -> str:
+        return self.get_value(GENERATION_KEY) or ""
+
+    def _bump_generation(self) -> None:
+        self.set_value(GENERATION_KEY, uuid.uuid4().hex)
 
     def replace_file(
         self,
@@ -188,12 +210,25 @@ class IndexStore:
                 "INSERT INTO chunks_fts(rowid, text) SELECT n, text FROM chunks WHERE source = ? AND path = ?",
                 (source, path),
             )
+            if any(has_cjk(chunk.text) for chunk in chunks):
+                texts = self.conn.execute("SELECT n, text FROM chunks WHERE source = ? AND path = ?", (source, path))
+                docs = [(int(n), doc) for n, text in texts if (doc := side_document(str(text)))]
+                self.conn.executemany(f"INSERT INTO {schema.CJK_TABLE}(rowid, text) VALUES(?, ?)", docs)
             if vectors is not None and self.vec.available and schema.table_exists(self.conn, "chunks_vec"):
                 self.conn.execute(
                     "INSERT INTO chunks_vec(rowid, embedding) SELECT n, embedding FROM chunks "
                     "WHERE source = ? AND path = ? AND embedding IS NOT NULL",
                     (source, path),
                 )
+            if vectors is not None and self.vec.available:
+                bits = schema.vbit_dims(self.conn)
+                if bits is not None:
+                    self.conn.execute(
+                        f"INSERT INTO {schema.VBIT_TABLE}(rowid, source, shard, embedding) "
+                        "SELECT n, source, n % ?, vec_quantize_binary(embedding) FROM chunks "
+                        "WHERE source = ? AND path = ? AND embedding IS NOT NULL AND length(embedding) = ?",
+                        (schema.VBIT_SHARDS, source, path, bits * 4),
+                    )
             self.conn.execute(
                 "INSERT INTO files(source, path, hash, mtime, mtime_ns, size, bad_lines, indexed_at) "
                 "VALUES(?,?,?,?,?,?,?,?) ON CONFLICT(source, path) DO UPDATE SET hash = excluded.hash, "
@@ -201,6 +236,7 @@ class IndexStore:
                 "bad_lines = excluded.bad_lines, indexed_at = excluded.indexed_at",
                 (source, path, file_hash, mtime_ns // 1_000_000, mtime_ns, size, bad_lines, stamp),
             )
+            self._bump_generation()
         return len(rows)
 
     def touch_file(self, source: str, path: str, mtime_ns: int, size: int) -> None:
@@ -218,16 +254,18 @@ class IndexStore:
                 self._delete_rows(source, path)
                 self.conn.execute("DELETE FROM files WHERE source = ? AND path = ?", (source, path))
                 count += 1
+            if count:
+                self._bump_generation()
         return count
 
     def _delete_rows(self, source: str, path: str) -> None:
-        self.conn.execute(
-            "DELETE FROM chunks_fts WHERE rowid IN (SELECT n FROM chunks WHERE source = ? AND path = ?)",
-            (source, path),
-        )
-        if self.vec.available and schema.table_exists(self.conn, "chunks_vec"):
+        """Delete one file's chunks and every index row derived from them (FTS, CJK side index, vectors)."""
+        tables = ["chunks_fts", schema.CJK_TABLE]
+        if self.vec.available:
+            tables += [t for t in ("chunks_vec", schema.VBIT_TABLE) if schema.table_exists(self.conn, t)]
+        for table in tables:
             self.conn.execute(
-                "DELETE FROM chunks_vec WHERE rowid IN (SELECT n FROM chunks WHERE source = ? AND path = ?)",
+                f"DELETE FROM {table} WHERE rowid IN (SELECT n FROM chunks WHERE source = ? AND path = ?)",
                 (source, path),
             )
         self.conn.execute("DELETE FROM chunks WHERE source = ? AND path = ?", (source, path))

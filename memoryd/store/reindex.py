@@ -19,6 +19,7 @@ import structlog
 
 from memoryd.config import MemorySearchSettings
 from memoryd.errors import StoreError
+from memoryd.faults import crash_point
 from memoryd.store import schema
 from memoryd.store.db import connect, fsync_dir, translated
 from memoryd.store.index import IndexMeta, IndexStore
@@ -119,6 +120,7 @@ class Rebuild:
         for leftover in (wal, Path(f"{self.db_path}-shm")):
             with contextlib.suppress(FileNotFoundError):
                 leftover.unlink()
+        crash_point("reindex:wal-removed")
         os.replace(self.tmp_path, self.db_path)
         fsync_dir(self.db_path.parent)
 

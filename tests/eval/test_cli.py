@@ -105,11 +105,10 @@ def test_a_work_dir_keeps_workspaces_and_indexes_for_the_next_run(tiny_path: Pat
     assert (first["overall"], first["by_category"]) == (second["overall"], second["by_category"])
 
 
-def test_hybrid_and_vector_modes_say_vector_search_is_not_available_yet(tiny_path: Path) -> None:
-    for argv in ((str(tiny_path),), (str(tiny_path), "--mode", "vector")):
-        code, out, err = run(*argv)
-        assert (code, out) == (1, "")
-        assert err == "memoryd eval locomo: vector search is not available yet\n"
+def test_hybrid_is_the_default_mode_and_runs_with_the_local_model(tiny_path: Path) -> None:
+    code, out, err = run(str(tiny_path), "--json")
+    assert (code, err) == (0, "")
+    assert orjson.loads(out)["settings"]["mode"] == "hybrid"
 
 
 def test_a_missing_dataset_is_reported_not_raised(tmp_path: Path) -> None:

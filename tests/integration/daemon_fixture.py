@@ -126,6 +126,7 @@ class Daemon:
         self._cursor = 0
         if expect_ready:
             self.wait_for_line(READY_LINE)
+            self._cursor = 0  # what the daemon logs while it gets ready (first syncs) is still to be waited for
 
     @property
     def pid(self) -> int:
@@ -136,10 +137,11 @@ class Daemon:
     def alive(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
 
-    def wait_for_line(self, needle: str, timeout: float = 30.0) -> str:
-        """Wait until the current run logs a line containing `needle` (after the last line waited for)."""
+    def wait_for_line(self, needle: str, timeout: float = 30.0, *, since_start: bool = False) -> str:
+        """Wait until the current run logs a line containing `needle` (after the last line waited for,
+        or anywhere in this run's log with `since_start`)."""
         pump = self.runs[-1]
-        index = pump.wait_for(needle, self._cursor, timeout)
+        index = pump.wait_for(needle, 0 if since_start else self._cursor, timeout)
         if index is None:
             assert self.proc is not None
             code = self.proc.poll()

@@ -78,7 +78,10 @@ def test_cli_index_search_get_status(tmp_path: Path) -> None:
     assert f"{FILES + 1} files indexed" in out.stdout
     assert hits(ws, state, "item17") == ["memory/note-0017.md"]
     text = run(ws, state, "search", "item17").stdout
-    assert text == "1.000 memory/note-0017.md:1-4\n# Note 17\n\nThe alpha report number 17 mentions item17.\n\n"
+    score, location = text.split("\n", 1)[0].split(" ")
+    assert 0 < float(score) <= 1
+    assert location == "memory/note-0017.md:1-4"
+    assert text.split("\n", 1)[1] == "# Note 17\n\nThe alpha report number 17 mentions item17.\n\n"
     assert run(ws, state, "search", "zzzqqq").stdout == "No matches.\n"
     got = run(ws, state, "get", "memory/note-0017.md", "--from", "3", "--lines", "1")
     assert got.stdout == "The alpha report number 17 mentions item17.\n"
