@@ -7,11 +7,11 @@ import platform
 import sys
 from pathlib import Path
 
-from bench import daemon_bench, embed_bench, index_bench
+from bench import daemon_bench, embed_bench, index_bench, search_bench
 from bench.corpus import CorpusSpec
 from memoryd import logging as logs
 
-SECTIONS = ("index", "embed", "daemon")
+SECTIONS = ("index", "search", "embed", "daemon")
 
 
 def main() -> int:
@@ -28,6 +28,8 @@ def main() -> int:
     for section in args.only or SECTIONS:
         if section == "index":
             index_bench.main(args.out, spec)
+        elif section == "search":
+            search_bench.main(args.out, args.quick)
         elif section == "embed":
             embed_bench.main(args.out, args.quick)
         elif section == "daemon":
