@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+import anyio
 import structlog
 
 from memoryd.config import AgentConfig, MemorySearchSettings
@@ -129,6 +130,7 @@ class ProviderPool:
         self._env = env
         self._selections: dict[str, Selection] = {}
         self._fallbacks: dict[str, EmbeddingProvider] = {}
+        self._lock = anyio.Lock()  # agents start together: one of them loads a shared model, the others wait
 
     @staticmethod
     def _key(settings: MemorySearchSettings, name: str) -> str:
@@ -138,17 +140,19 @@ class ProviderPool:
 
     async def select(self, agent: AgentConfig) -> Selection:
         key = self._key(agent.settings, agent.settings.provider)
-        if key not in self._selections:
-            self._selections[key] = await select_provider(agent.settings, cache_dir=self._cache_dir, env=self._env)
-        return self._selections[key]
+        async with self._lock:
+            if key not in self._selections:
+                self._selections[key] = await select_provider(agent.settings, cache_dir=self._cache_dir, env=self._env)
+            return self._selections[key]
 
     async def fallback(self, agent: AgentConfig, name: str) -> EmbeddingProvider:
         key = self._key(agent.settings, name)
-        if key not in self._fallbacks:
-            self._fallbacks[key] = await create_provider(
-                name, agent.settings, cache_dir=self._cache_dir, explicit_model=False, env=self._env
-            )
-        return self._fallbacks[key]
+        async with self._lock:
+            if key not in self._fallbacks:
+                self._fallbacks[key] = await create_provider(
+                    name, agent.settings, cache_dir=self._cache_dir, explicit_model=False, env=self._env
+                )
+            return self._fallbacks[key]
 
     async def aclose(self) -> None:
         providers = [s.provider for s in self._selections.values() if s.provider is not None]
