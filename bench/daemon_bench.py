@@ -39,17 +39,18 @@ def rss_mb(pid: int) -> float:
 
 
 class Daemon:
-    def __init__(self, out: Path, ws: Path, provider: str, debounce_ms: int) -> None:
+    def __init__(self, out: Path, ws: Path, provider: str, debounce_ms: int, *, keep_state: bool = False) -> None:
         self.dir = out / f"daemon-{provider}"
-        shutil.rmtree(self.dir, ignore_errors=True)
-        self.dir.mkdir(parents=True)
+        if not keep_state:
+            shutil.rmtree(self.dir, ignore_errors=True)
+        self.dir.mkdir(parents=True, exist_ok=True)
         self.ws = ws
         self.config = self.dir / "config.toml"
         self.config.write_text(
             f'[defaults]\nprovider = "{provider}"\n[defaults.sync]\nwatch_debounce_ms = {debounce_ms}\n'
             f'[agents.main]\nworkspace = "{ws}"\n'
         )
-        self.socket = Path("/tmp") / f"memoryd-bench-{os.getpid()}-{provider}.sock"
+        self.socket = self.dir.absolute() / "run" / "memoryd.sock"  # a private directory the daemon creates 0700
         env = {**os.environ, "XDG_CACHE_HOME": str(out / "cache")}
         log = (self.dir / "daemon.log").open("w")
         self.proc = subprocess.Popen(
@@ -111,7 +112,8 @@ async def change_to_hit(d: Daemon, n: int) -> list[float]:
                 while True:
                     r = await client.call_tool("memory_search", {"query": token, "waitFresh": 5000, "minScore": 0})
                     data: Any = r.structured_content
-                    if data and data["results"]:
+                    # The vector leg always returns neighbours: only the new file itself counts as a hit.
+                    if data and any(res["path"].endswith(f"{token}.md") for res in data["results"]):
                         break
                     await anyio.sleep(0.01)
             lat.append((time.perf_counter() - t0) * 1000)

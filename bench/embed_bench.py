@@ -92,7 +92,7 @@ async def first_answer_while_loading(out: Path) -> None:
     config = root / "config.toml"
     root.mkdir(parents=True)
     config.write_text(f'[agents.main]\nworkspace = "{ws}"\n[agents.main.sync]\nwatch = false\n')
-    sock = Path("/tmp") / f"memoryd-embed-{os.getpid()}.sock"
+    sock = root.absolute() / "run" / "memoryd.sock"  # a private directory the daemon creates 0700
     env = {**os.environ, "XDG_CACHE_HOME": str(root / "cache")}
     cmd = [
         sys.executable,
