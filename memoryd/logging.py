@@ -16,6 +16,12 @@ def _orjson_dumps(obj: object, default: object = None) -> str:
     return orjson.dumps(obj, default=str).decode()
 
 
+def _quiet_quantiser(record: logging.LogRecord) -> bool:
+    """onnxruntime's quantiser logs dozens of lines through the root logger when the local model is
+    prepared on first use; memoryd logs that step itself, so only its errors pass."""
+    return record.levelno >= logging.ERROR or "onnxruntime" not in record.pathname
+
+
 def configure(level: str = "info", fmt: LogFormat = "console", stream: TextIO | None = None) -> None:
     """Configure structlog and stdlib logging once, at process start, before anything logs."""
     out = stream if stream is not None else sys.stderr
@@ -47,6 +53,7 @@ def configure(level: str = "info", fmt: LogFormat = "console", stream: TextIO | 
             foreign_pre_chain=shared,
         )
     )
+    handler.addFilter(_quiet_quantiser)
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(numeric)
