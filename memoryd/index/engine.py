@@ -775,18 +775,24 @@ class IndexEngine:
             return {"from": self.settings.provider, "reason": reason}
         return None
 
-    def missing_vector_files(self) -> int:
-        store = self._store_required()
+    @staticmethod
+    def missing_vector_files(store: IndexStore) -> int:
         with translated("counting files without vectors"):
             row = store.conn.execute("SELECT COUNT(*) FROM files WHERE hash LIKE 'novec:%'").fetchone()
         return int(row[0]) if row else 0
 
     def status(self) -> dict[str, object]:
-        """The builtin status fields of spec §4.2, plus freshness and recovery details."""
-        store = self._store_required()
+        """The builtin status fields of spec §4.2, plus freshness and recovery details.
+
+        Reads through a pooled reader connection, never the writer's: a sync may be using that one
+        in another thread at this very moment.
+        """
+        with self._readers.reader() as (conn, reader_vec):
+            return self._status(IndexStore(conn, reader_vec), self._store_required().vec)
+
+    def _status(self, store: IndexStore, vec: VecState) -> dict[str, object]:
         counts = store.counts()
         meta = store.read_meta()
-        vec = store.vec
         fp = self.fingerprint
         s = self.settings
         last = self.state.last_sync
@@ -835,7 +841,7 @@ class IndexEngine:
                 "provider": fp.provider,
                 "model": fp.model,
                 "lastError": self.state.embedding_error,
-                "filesWithoutVectors": self.missing_vector_files(),
+                "filesWithoutVectors": self.missing_vector_files(store),
             },
             "searchMode": "hybrid" if self.provider is not None else "keyword",
             "providerUnavailableReason": self.provider_unavailable_reason,
