@@ -196,7 +196,6 @@ class DaemonSettings:
     log_level: str = "info"
     log_format: Literal["console", "json"] = "console"
     log_file: str = ""
-    workers: int = 4
     max_line_bytes: int = 4 * 1024 * 1024
 
 
