@@ -76,9 +76,10 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("mcp", parents=[common], help="MCP over stdio for Claude and other clients (via the daemon)")
     p.add_argument("--standalone", action="store_true", help="serve in this process instead of through the daemon")
 
-    p = sub.add_parser("index", parents=[common], help="bring the index up to date (--force: full rebuild)")
-    p.add_argument("--force", action="store_true", help="rebuild everything into a new database and swap it in")
-    p.add_argument("--json", action="store_true", help="print the sync report as JSON")
+    for name, what in (("index", "bring the index up to date"), ("sync", "sync now (the same as index)")):
+        p = sub.add_parser(name, parents=[common], help=f"{what} (--force: full rebuild)")
+        p.add_argument("--force", action="store_true", help="rebuild everything into a new database and swap it in")
+        p.add_argument("--json", action="store_true", help="print the sync report as JSON")
 
     p = sub.add_parser("search", parents=[common], help="search memory")
     p.add_argument("query", nargs="?", help="what to look for")
@@ -98,10 +99,6 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("status", parents=[common], help="show index status")
     p.add_argument("--json", action="store_true", help="print JSON")
     p.add_argument("--deep", action="store_true", help="also probe the vector store and embeddings")
-
-    p = sub.add_parser("sync", parents=[common], help="sync now (same as index)")
-    p.add_argument("--force", action="store_true", help="full rebuild")
-    p.add_argument("--json", action="store_true", help="print the sync report as JSON")
 
     p = sub.add_parser("install-service", parents=[common], help="install and start memoryd as a user service")
     p.add_argument("--force", action="store_true", help="overwrite a unit/plist you edited")

@@ -19,7 +19,7 @@ def anyio_backend() -> str:
 
 @pytest.fixture(autouse=True)
 def _isolated_env(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
-    """No test reads or writes the real user's config, state, cache or runtime dirs."""
+    """No test reads or writes the real user's config, state, cache or runtime dirs, or uses a proxy."""
     home = tmp_path_factory.mktemp("home")
     for var, sub in (
         ("HOME", ""),
@@ -30,6 +30,9 @@ def _isolated_env(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.
     ):
         monkeypatch.setenv(var, str(home / sub) if sub else str(home))
     for var in ("MEMORYD_CONFIG", "MEMORYD_STATE_DIR", "MEMORYD_SOCKET", "MEMORYD_CRASH_AT"):
+        monkeypatch.delenv(var, raising=False)
+    # Every HTTP request of the suite goes to servers on 127.0.0.1, even where the environment names a proxy.
+    for var in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"):
         monkeypatch.delenv(var, raising=False)
 
 

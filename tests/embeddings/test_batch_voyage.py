@@ -13,29 +13,16 @@ from memoryd.config import BatchSettings
 from memoryd.embeddings.base import normalize_rows
 from memoryd.embeddings.batch import BatchEmbedder
 from memoryd.embeddings.remote import RemoteSettings
-from memoryd.embeddings.retry import RetryPolicy
 from memoryd.embeddings.voyage import VoyageProvider
 from memoryd.errors import EmbeddingError
-from tests.fakes.batch_servers import VoyageBatchFake, multipart
+from tests.fakes.batch_servers import FAST_RETRY, VoyageBatchFake, multipart
 from tests.fakes.embedding_servers import fake_vector
 
 KEY = "pa-test-batch-key"
 TEXTS = ["alpha", "beta", "gamma"]
-FAST = RetryPolicy(base_delay_s=0.001, max_delay_s=0.001, jitter=0.0, quota_window_delays_s=(0.001,))
+FAST = FAST_RETRY
 DEADLINE_S = 10
 pytestmark = pytest.mark.anyio
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
-@pytest.fixture(autouse=True)
-def _no_proxies(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Keep every request on loopback even where the environment names a proxy."""
-    for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"):
-        monkeypatch.delenv(name, raising=False)
 
 
 @pytest.fixture

@@ -23,18 +23,6 @@ from tests.fakes.embedding_servers import OpenAIFake, fake_vector
 NO_JITTER = RetryPolicy(rand=lambda: 0.0)
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
-@pytest.fixture(autouse=True)
-def _no_proxies(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Keep every request on loopback even where the environment names a proxy."""
-    for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"):
-        monkeypatch.delenv(name, raising=False)
-
-
 def size(text: str) -> int:
     return len(text.encode("utf-8", "surrogatepass"))
 

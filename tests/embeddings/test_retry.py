@@ -18,11 +18,6 @@ RATE_LIMIT_429 = "openai embeddings failed: HTTP 429: Rate limit reached for req
 OVERLOADED_503 = "gemini embeddings failed: HTTP 503: The model is overloaded."
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 class Script:
     """A call that raises the given errors in turn, then returns "ok"; waits are recorded, not slept."""
 

@@ -14,11 +14,6 @@ from memoryd.embeddings.select import ProviderPool, select_provider
 pytestmark = pytest.mark.anyio
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 def settings(**table: object) -> MemorySearchSettings:
     return config_mod.build({"defaults": table}).defaults
 

@@ -83,11 +83,6 @@ def write_dataset(path: Path, samples: list[dict[str, Any]]) -> Path:
 
 
 @pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
-@pytest.fixture
 def tiny_path(tmp_path: Path) -> Path:
     return write_dataset(tmp_path / "tiny-locomo.json", [tiny_sample()])
 

@@ -32,10 +32,15 @@ from typing import Any, ClassVar, Literal
 
 import orjson
 
+from memoryd.embeddings.retry import RetryPolicy
 from tests.fakes.embedding_servers import GeminiFake, OpenAIFake, VoyageFake, fake_vector
 from tests.fakes.http_server import RecordedRequest, Reply, Route
 
 OutputOrder = Literal["input", "reversed", "shuffled"]
+
+
+FAST_RETRY = RetryPolicy(base_delay_s=0.001, max_delay_s=0.001, jitter=0.0, quota_window_delays_s=(0.001,))
+"""Retries with millisecond waits, for tests of the batch code against these fakes."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,13 +12,6 @@ from tests.fakes.embedding_servers import GeminiFake, OllamaFake, OpenAIFake, Vo
 from tests.fakes.http_server import Reply
 
 
-@pytest.fixture(autouse=True)
-def _no_proxies(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Keep every request on loopback even where the environment names a proxy."""
-    for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"):
-        monkeypatch.delenv(name, raising=False)
-
-
 @pytest.fixture
 def client() -> Iterator[httpx.Client]:
     with httpx.Client(timeout=5) as c:

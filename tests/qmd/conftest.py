@@ -36,11 +36,6 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 @pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
-@pytest.fixture
 def standin(tmp_path: Path) -> StandIn:
     """A stand-in `qmd` that behaves like a healthy QMD until a test says otherwise."""
     return make_standin(tmp_path / "standin-bin")

@@ -14,11 +14,6 @@ from tests.server.fakes import FakeMemoryService
 
 
 @pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
-@pytest.fixture
 def service() -> FakeMemoryService:
     return FakeMemoryService()
 
