@@ -169,7 +169,8 @@ def _run_engine(
         try:
             return await body(engine)
         finally:
-            engine.close()
+            with anyio.CancelScope(shield=True):
+                await engine.aclose()
             if selection.provider is not None:
                 await selection.provider.aclose()
 

@@ -33,6 +33,7 @@ ProviderName = Literal["auto", "none", "local", "openai", "gemini", "voyage", "m
 FallbackName = Literal["none", "local", "openai", "gemini", "voyage", "mistral", "ollama"]
 Fusion = Literal["weighted", "rrf"]
 Backend = Literal["builtin", "qmd"]
+RerankProvider = Literal["none", "cohere", "voyage", "jina", "tei"]
 
 DEFAULT_AGENT = "main"
 AGENT_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
@@ -53,8 +54,8 @@ class TemporalDecaySettings:
 @dataclass(frozen=True, slots=True)
 class HybridSettings:
     enabled: bool = True
-    vector_weight: float = 0.7
-    text_weight: float = 0.3
+    vector_weight: float = 0.5
+    text_weight: float = 0.5
     candidate_multiplier: int = 4
     fusion: Fusion = "weighted"
     rrf_k: int = 60
@@ -64,11 +65,33 @@ class HybridSettings:
 
 
 @dataclass(frozen=True, slots=True)
+class RerankSettings:
+    """The optional rerank stage: a cross-encoder behind an HTTP API, never allowed to block a search.
+
+    `provider = "none"` turns it off. The best `top_n` results of the fused ranking are sent; an answer
+    later than `timeout_ms` (or any error) leaves the fused ranking as it was, and the reply says why.
+    `weight` blends the reranker's relevance into the fused score (0 = ignore it, 1 = its order alone).
+    """
+
+    provider: RerankProvider = "none"
+    model: str = ""
+    base_url: str = ""
+    api_key: str = ""
+    headers: dict[str, str] = field(default_factory=dict)
+    top_n: int = 20
+    timeout_ms: int = 1500
+    weight: float = 0.5
+
+
+@dataclass(frozen=True, slots=True)
 class QuerySettings:
     max_results: int = 6
     min_score: float = 0.35
     keyword_strategy: Literal["relaxed", "openclaw"] = "relaxed"
+    date_boost: float = 0.2
+    """Results from the period a query names ("in May 2024", "last week") score this much more (0 = off)."""
     hybrid: HybridSettings = field(default_factory=HybridSettings)
+    rerank: RerankSettings = field(default_factory=RerankSettings)
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,7 +145,7 @@ class LocalSettings:
 
 @dataclass(frozen=True, slots=True)
 class FtsSettings:
-    tokenizer: FtsTokenizer = "unicode61"
+    tokenizer: FtsTokenizer = "porter"
 
 
 @dataclass(frozen=True, slots=True)
@@ -341,8 +364,20 @@ def normalise(s: MemorySearchSettings) -> MemorySearchSettings:
             enabled=h.temporal_decay.enabled, half_life_days=max(1, h.temporal_decay.half_life_days)
         ),
     )
+    rr = s.query.rerank
+    rerank = dataclasses.replace(
+        rr,
+        top_n=int(_clamp(rr.top_n, 1, 100)),
+        timeout_ms=max(1, rr.timeout_ms),
+        weight=_clamp(rr.weight, 0.0, 1.0) if math.isfinite(rr.weight) else 0.5,
+    )
     query = dataclasses.replace(
-        s.query, max_results=max(1, s.query.max_results), min_score=_clamp(s.query.min_score, 0, 1), hybrid=hybrid
+        s.query,
+        max_results=max(1, s.query.max_results),
+        min_score=_clamp(s.query.min_score, 0, 1),
+        date_boost=_clamp(s.query.date_boost, 0.0, 1.0) if math.isfinite(s.query.date_boost) else 0.2,
+        hybrid=hybrid,
+        rerank=rerank,
     )
     sessions = s.sync.sessions
     sync = dataclasses.replace(

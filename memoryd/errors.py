@@ -93,3 +93,7 @@ def first_error(exc: BaseException) -> BaseException:
     while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
         exc = exc.exceptions[0]
     return exc
+
+
+class RerankError(MemorydError):
+    """The optional reranker failed (HTTP error, bad answer, no connection); the search goes on without it."""

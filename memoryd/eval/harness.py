@@ -154,7 +154,7 @@ async def _run_group(
             tally.scores.append(score_question(ranked, q.lines, ideal, q.category))
         tally.query_s += time.perf_counter() - started
     finally:
-        engine.close()
+        await engine.aclose()
     return agent
 
 

@@ -120,7 +120,7 @@ class AgentIndex:
             self._send.close()
             self._recv.close()
             with anyio.CancelScope(shield=True):
-                await anyio.to_thread.run_sync(self.engine.close)
+                await self.engine.aclose()
 
     async def _load_provider(self) -> None:
         """Pick the embedding provider in the background: start-up never waits for a model to load.

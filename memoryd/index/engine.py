@@ -45,12 +45,22 @@ from memoryd.search.pipeline import (
     VECTOR_CANDIDATES,
     RankOptions,
     SearchResult,
+    cut_hybrid,
+    cut_single,
     openclaw_keyword_only,
-    rank_hybrid,
-    rank_single,
+    order_hybrid,
+    order_single,
     to_results,
 )
-from memoryd.search.vector import ExactMatrixCache, VectorBackend, VectorHits, search_vector
+from memoryd.search.rerank import Reranker, build_reranker, rerank
+from memoryd.search.timeframe import parse_timeframe
+from memoryd.search.vector import (
+    ExactMatrixCache,
+    VectorBackend,
+    VectorHits,
+    complete_vector_scores,
+    search_vector,
+)
 from memoryd.sources.discovery import SourceFile, index_path, list_memory_files, list_session_files
 from memoryd.sources.readfile import FileSlice, read_memory_file
 from memoryd.store import schema
@@ -119,6 +129,17 @@ class RecoveryStats:
 
 
 @dataclass(frozen=True, slots=True)
+class _Ranked:
+    """What `_ranked` found: the cut results and how they were found."""
+
+    results: list[Candidate]
+    mode: str
+    backend: VectorBackend | None
+    fallback: dict[str, str] | None
+    rerank: dict[str, object] | None
+
+
+@dataclass(frozen=True, slots=True)
 class SearchResponse:
     results: list[SearchResult]
     mode: str
@@ -127,9 +148,10 @@ class SearchResponse:
     fallback: dict[str, str] | None
     freshness: dict[str, object]
     vector_backend: VectorBackend | None = None  # which vector search ran: sqlite-vec KNN or exact
+    rerank: dict[str, object] | None = None  # what the optional rerank stage did, when configured
 
     def to_dict(self) -> dict[str, object]:
-        return {
+        out: dict[str, object] = {
             "results": [r.to_dict() for r in self.results],
             "mode": self.mode,
             "provider": self.provider,
@@ -138,6 +160,9 @@ class SearchResponse:
             "freshness": self.freshness,
             "vectorBackend": self.vector_backend,
         }
+        if self.rerank is not None:
+            out["rerank"] = self.rerank
+        return out
 
 
 def iso(ms: int | None) -> str | None:
@@ -192,6 +217,8 @@ class IndexEngine:
         self._readers = ReaderPool(agent.db_path, vec_path=vector.extension_path, vec_enabled=vector.enabled)
         self._sync_lock = anyio.Lock()
         self._vector_cache = ExactMatrixCache()
+        self._reranker: Reranker | None = None
+        self._reranker_error: str | None = None  # why the configured reranker could not be built
         self.state = _State()
 
     # ------------------------------------------------------------------ lifecycle
@@ -249,6 +276,13 @@ class IndexEngine:
         self.state.corrupt_moved_to = str(moved)
         self._store = self._connect_writer()
         self.state.dirty = True
+
+    async def aclose(self) -> None:
+        """Close the reranker's connections, then the databases."""
+        if self._reranker is not None:
+            reranker, self._reranker = self._reranker, None
+            await reranker.aclose()
+        await anyio.to_thread.run_sync(self.close)
 
     def close(self) -> None:
         self._readers.close()
@@ -625,10 +659,17 @@ class IndexEngine:
         run, fallback = self._search_mode(mode)
         results: list[SearchResult] = []
         backend: VectorBackend | None = None
+        reranked: dict[str, object] | None = None
         if q and sources and limit > 0:
-            opts = RankOptions.from_settings(self.settings, max_results=limit, min_score=floor, now_ms=now_ms())
-            cands, run, backend, degraded = await self._ranked(q, run, sources, opts)
-            fallback = degraded or fallback
+            now = now_ms()
+            today = datetime.fromtimestamp(now / 1000).date()  # the user's "today": local time
+            frame = parse_timeframe(q, today) if self.settings.query.date_boost > 0 else None
+            opts = RankOptions.from_settings(
+                self.settings, max_results=limit, min_score=floor, now_ms=now, timeframe=frame
+            )
+            ranked = await self._ranked(q, run, sources, opts)
+            cands, run, backend, reranked = ranked.results, ranked.mode, ranked.backend, ranked.rerank
+            fallback = ranked.fallback or fallback
             results = to_results(cands)
         if fallback is None and self.fallback_from is not None:
             fallback = self.fallback_info()  # the configured provider failed; its fallback answered
@@ -640,6 +681,7 @@ class IndexEngine:
             fallback=fallback,
             freshness=self.freshness(),
             vector_backend=backend,
+            rerank=reranked,
         )
 
     def _search_mode(self, wanted: SearchMode) -> tuple[str, dict[str, str] | None]:
@@ -661,15 +703,14 @@ class IndexEngine:
             return f"the embedding model is {'still loading' if state == 'loading' else 'unavailable'}"
         return None
 
-    async def _ranked(
-        self, q: str, run: str, sources: Sequence[str], opts: RankOptions
-    ) -> tuple[list[Candidate], str, VectorBackend | None, dict[str, str] | None]:
-        """Embed the query, run the legs side by side, then rank."""
+    async def _ranked(self, q: str, run: str, sources: Sequence[str], opts: RankOptions) -> _Ranked:
+        """Embed the query, run the legs side by side, rank, rerank if configured, cut."""
         keyword_hits: list[Candidate] = []
         fallback: dict[str, str] | None = None
         strategy = self.settings.query.keyword_strategy
         if run == "keyword" and strategy == "openclaw":
-            return await anyio.to_thread.run_sync(self._openclaw_keyword, q, sources, opts), "keyword", None, None
+            found = await anyio.to_thread.run_sync(self._openclaw_keyword, q, sources, opts)
+            return _Ranked(found, "keyword", None, None, None)
 
         hits = VectorHits([], "none")
         # The query is embedded first, alone: the model uses every core, and sharing them with the
@@ -693,18 +734,53 @@ class IndexEngine:
                 tg.start_soon(keyword_leg)
             if vector is not None:
                 tg.start_soon(vector_leg, vector)
+        if run == "hybrid" and vector is not None and hits.backend != "none":
+            hits = VectorHits(
+                await anyio.to_thread.run_sync(self._complete, vector, hits.hits, keyword_hits), hits.backend
+            )
         if run != "keyword" and hits.backend == "none":
             if run == "vector":
                 keyword_hits = await anyio.to_thread.run_sync(self._keyword_leg, q, sources)
             run = "keyword"
         mtime = self._mtime_lookup()
-        if run == "hybrid":
-            rank = functools.partial(rank_hybrid, hits.hits, keyword_hits, opts, mtime)
+        hybrid = run == "hybrid"
+        if hybrid:
+            order = functools.partial(order_hybrid, hits.hits, keyword_hits, opts, mtime)
         else:
-            rank = functools.partial(rank_single, hits.hits if run == "vector" else keyword_hits, opts, mtime)
-        # Sorting a few hundred candidates is quick; MMR (quadratic) and mtime lookups go to a thread.
-        ranked = await anyio.to_thread.run_sync(rank) if opts.mmr_enabled or opts.decay_enabled else rank()
-        return ranked, run, (hits.backend if run != "keyword" else None), fallback
+            order = functools.partial(order_single, hits.hits if run == "vector" else keyword_hits, opts, mtime)
+        # Sorting a few hundred candidates is quick; mtime lookups (decay) and MMR (quadratic) go to a thread.
+        ranked = await anyio.to_thread.run_sync(order) if opts.decay_enabled else order()
+        ranked, rerank_info = await self._rerank(q, ranked)
+        if hybrid:
+            cut = functools.partial(cut_hybrid, ranked, keyword_hits, opts)
+        else:
+            cut = functools.partial(cut_single, ranked, opts)
+        final = await anyio.to_thread.run_sync(cut) if opts.mmr_enabled else cut()
+        return _Ranked(final, run, hits.backend if run != "keyword" else None, fallback, rerank_info)
+
+    async def _rerank(self, q: str, ranked: list[Candidate]) -> tuple[list[Candidate], dict[str, object] | None]:
+        """The optional rerank stage (query.rerank): never fails a search, reports what it did."""
+        settings = self.settings.query.rerank
+        if settings.provider == "none":
+            return ranked, None
+        if self._reranker is None and self._reranker_error is None:
+            try:
+                self._reranker = build_reranker(settings)
+            except MemorydError as exc:
+                self._reranker_error = str(exc)
+        if self._reranker is None:
+            reason = self._reranker_error or "no reranker"
+            return ranked, {"applied": False, "reason": reason, "ms": 0.0, "provider": settings.provider}
+        outcome = await rerank(
+            q,
+            ranked,
+            self._reranker,
+            top_n=settings.top_n,
+            timeout_s=settings.timeout_ms / 1000,
+            weight=settings.weight,
+        )
+        info = outcome.to_dict() | {"provider": self._reranker.name, "model": self._reranker.model}
+        return outcome.candidates, info
 
     async def _embed_query(self, q: str) -> Vectors | str:
         """The query's vector, or why there is none."""
@@ -736,6 +812,10 @@ class IndexEngine:
                 cache=self._vector_cache,
                 total_chunks=total_chunks(conn),
             )
+
+    def _complete(self, vector: Vectors, hits: list[Candidate], keyword_hits: list[Candidate]) -> list[Candidate]:
+        with self._readers.reader() as (conn, _vec):
+            return complete_vector_scores(conn, vector, hits, keyword_hits, self.fingerprint.model)
 
     def _openclaw_keyword(self, q: str, sources: Sequence[str], opts: RankOptions) -> list[Candidate]:
         with self._readers.reader() as (conn, _vec):
@@ -844,6 +924,13 @@ class IndexEngine:
                 "filesWithoutVectors": self.missing_vector_files(store),
             },
             "searchMode": "hybrid" if self.provider is not None else "keyword",
+            "rerank": {
+                "provider": s.query.rerank.provider,
+                "model": self._reranker.model if self._reranker is not None else s.query.rerank.model or None,
+                "topN": s.query.rerank.top_n,
+                "timeoutMs": s.query.rerank.timeout_ms,
+                "error": self._reranker_error,
+            },
             "providerUnavailableReason": self.provider_unavailable_reason,
             "readonlyRecovery": {
                 "attempts": rec.attempts,

@@ -28,6 +28,7 @@ from memoryd.search.fuse import DEFAULT_RRF_K, Candidate, merge_rrf, merge_weigh
 from memoryd.search.keyword import and_terms, search_keyword
 from memoryd.search.mmr import mmr_rerank
 from memoryd.search.scoring import lexical_boost_score, truncate_snippet
+from memoryd.search.timeframe import TimeFrame, boost_timeframe
 
 Mode = Literal["hybrid", "keyword", "vector"]
 KeywordStrategy = Literal["relaxed", "openclaw"]
@@ -94,10 +95,18 @@ class RankOptions:
     decay_enabled: bool = False
     half_life_days: float = 30
     now_ms: int = 0
+    timeframe: TimeFrame | None = None
+    date_boost: float = 0.0
 
     @classmethod
     def from_settings(
-        cls, settings: MemorySearchSettings, *, max_results: int, min_score: float, now_ms: int
+        cls,
+        settings: MemorySearchSettings,
+        *,
+        max_results: int,
+        min_score: float,
+        now_ms: int,
+        timeframe: TimeFrame | None = None,
     ) -> RankOptions:
         hybrid = settings.query.hybrid
         rrf_k = hybrid.rrf_k
@@ -115,6 +124,8 @@ class RankOptions:
             decay_enabled=hybrid.temporal_decay.enabled,
             half_life_days=hybrid.temporal_decay.half_life_days,
             now_ms=now_ms,
+            timeframe=timeframe,
+            date_boost=settings.query.date_boost,
         )
 
 
@@ -122,14 +133,25 @@ def rank_hybrid(
     vector: Sequence[Candidate], keyword: Sequence[Candidate], opts: RankOptions, mtime_lookup: MtimeLookup
 ) -> list[Candidate]:
     """Fuse both legs, decay, sort, diversify, then minScore with OpenClaw's relaxed fallback."""
+    return cut_hybrid(order_hybrid(vector, keyword, opts, mtime_lookup), keyword, opts)
+
+
+def order_hybrid(
+    vector: Sequence[Candidate], keyword: Sequence[Candidate], opts: RankOptions, mtime_lookup: MtimeLookup
+) -> list[Candidate]:
+    """The fused ranking before diversity and cut: fusion, decay, date boost, sort (a rerank goes next)."""
     if opts.text_score == "coverage":
         keyword = [replace(c, text_score=c.score) for c in keyword]
     if opts.fusion == "rrf":
         merged = scaled_rrf(vector, keyword, opts)
     else:
         merged = merge_weighted(vector, keyword, opts.vector_weight, opts.text_weight)
-    ranked = _finish(merged, opts, mtime_lookup)
-    return select_results(ranked, keyword, opts.min_score, opts.max_results, opts.text_weight)
+    return _order(merged, opts, mtime_lookup)
+
+
+def cut_hybrid(ranked: Sequence[Candidate], keyword: Sequence[Candidate], opts: RankOptions) -> list[Candidate]:
+    """MMR, then minScore with OpenClaw's relaxed fallback to keyword hits, then maxResults."""
+    return select_results(_diversify(ranked, opts), keyword, opts.min_score, opts.max_results, opts.text_weight)
 
 
 def scaled_rrf(vector: Sequence[Candidate], keyword: Sequence[Candidate], opts: RankOptions) -> list[Candidate]:
@@ -150,18 +172,33 @@ def scaled_rrf(vector: Sequence[Candidate], keyword: Sequence[Candidate], opts: 
 
 def rank_single(hits: Sequence[Candidate], opts: RankOptions, mtime_lookup: MtimeLookup) -> list[Candidate]:
     """One leg alone (vector-only or keyword-only): decay, sort, diversify, strict minScore, cut."""
-    ranked = _finish(hits, opts, mtime_lookup)
-    return [c for c in ranked if c.score >= opts.min_score][: max(0, opts.max_results)]
+    return cut_single(order_single(hits, opts, mtime_lookup), opts)
 
 
-def _finish(cands: Sequence[Candidate], opts: RankOptions, mtime_lookup: MtimeLookup) -> list[Candidate]:
+def order_single(hits: Sequence[Candidate], opts: RankOptions, mtime_lookup: MtimeLookup) -> list[Candidate]:
+    """One leg's ranking before diversity and cut: decay, date boost, sort."""
+    return _order(hits, opts, mtime_lookup)
+
+
+def cut_single(ranked: Sequence[Candidate], opts: RankOptions) -> list[Candidate]:
+    """MMR, then strict minScore, then maxResults."""
+    return [c for c in _diversify(ranked, opts) if c.score >= opts.min_score][: max(0, opts.max_results)]
+
+
+def _order(cands: Sequence[Candidate], opts: RankOptions, mtime_lookup: MtimeLookup) -> list[Candidate]:
     ranked = list(cands)
     if opts.decay_enabled:
         ranked = apply_decay(ranked, opts.now_ms, opts.half_life_days, mtime_lookup)
+    if opts.timeframe is not None:
+        ranked = boost_timeframe(ranked, opts.timeframe, opts.date_boost)
     ranked.sort(key=ranking_key)
-    if opts.mmr_enabled and len(ranked) > 1:
-        ranked = mmr_rerank(ranked[:MMR_POOL], opts.mmr_lambda) + ranked[MMR_POOL:]
     return ranked
+
+
+def _diversify(ranked: Sequence[Candidate], opts: RankOptions) -> list[Candidate]:
+    if opts.mmr_enabled and len(ranked) > 1:
+        return mmr_rerank(ranked[:MMR_POOL], opts.mmr_lambda) + list(ranked[MMR_POOL:])
+    return list(ranked)
 
 
 def candidate_pool(max_results: int, multiplier: int) -> int:

@@ -17,9 +17,10 @@ faster than the KNN and never misses. Every answer says which backend ran.
 
 from __future__ import annotations
 
+import math
 import threading
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 import apsw
@@ -207,6 +208,36 @@ def _candidates(conn: apsw.Connection, scored: Iterable[tuple[int, float]]) -> l
         for n, cid, path, source, start, end, text, ts in rows
     }
     return [by_n[n] for n in score_of if n in by_n]
+
+
+def complete_vector_scores(
+    conn: apsw.Connection, query: npt.ArrayLike, hits: Sequence[Candidate], others: Sequence[Candidate], model: str
+) -> list[Candidate]:
+    """`hits` plus every candidate of `others` (the keyword leg's) that the vector leg did not return,
+    with its exact cosine as `vector_score`.
+
+    The vector leg returns a fixed pool; a keyword hit outside it would otherwise fuse with a vector
+    score of 0, as if it meant nothing, and lose to weaker chunks that happen to be in both lists.
+    One indexed read of at most a few hundred embeddings: about a millisecond.
+    """
+    q = _unit(query)
+    have = {hit.id for hit in hits}
+    missing = {cand.id: cand for cand in others if cand.id not in have}
+    if not missing or q.size == 0:
+        return list(hits)
+    marks = ",".join("?" * len(missing))
+    with translated("reading vectors of keyword hits"):
+        rows: list[Any] = conn.execute(
+            f"SELECT id, embedding FROM chunks WHERE id IN ({marks}) AND model = ? AND length(embedding) = ?",
+            (*missing, model, q.size * 4),
+        ).fetchall()
+    extra = [
+        replace(missing[str(cid)], vector_score=score, text_score=0.0, score=score)
+        for cid, blob in rows
+        if math.isfinite(score := float(np.frombuffer(blob, dtype="<f4") @ q))
+    ]
+    extra.sort(key=lambda cand: (-cand.vector_score, cand.id))
+    return [*hits, *extra]
 
 
 def _unit(query: npt.ArrayLike) -> Floats:
