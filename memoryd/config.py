@@ -115,6 +115,9 @@ class SyncSettings:
     watch: bool = True
     watch_debounce_ms: int = 1500
     interval_minutes: int = 0
+    embedding_retry_ms: int = 30_000
+    """After a sync left files without vectors (provider down), sync again this much later, doubling
+    up to EMBEDDING_RETRY_MAX_MS, until they are embedded (0 = wait for the next change)."""
     sessions: SessionSyncSettings = field(default_factory=SessionSyncSettings)
 
 
@@ -384,6 +387,7 @@ def normalise(s: MemorySearchSettings) -> MemorySearchSettings:
         s.sync,
         watch_debounce_ms=max(0, s.sync.watch_debounce_ms),
         interval_minutes=max(0, s.sync.interval_minutes),
+        embedding_retry_ms=max(0, s.sync.embedding_retry_ms),
         sessions=dataclasses.replace(
             sessions, delta_bytes=max(0, sessions.delta_bytes), delta_messages=max(0, sessions.delta_messages)
         ),

@@ -25,7 +25,7 @@ from memoryd.config import AgentConfig
 from memoryd.embeddings.base import EmbeddingProvider
 from memoryd.embeddings.select import Selection
 from memoryd.errors import DaemonError, MemorydError
-from memoryd.index.engine import IndexEngine, SearchResponse, SyncReport
+from memoryd.index.engine import IndexEngine, SearchResponse, SyncReport, iso
 from memoryd.index.sessions import SessionDeltaTracker
 from memoryd.qmd.backend import QmdBackend
 from memoryd.qmd.fallback import FallbackSearcher
@@ -54,6 +54,8 @@ ProviderFactory = Callable[[AgentConfig], Awaitable[Selection]]
 FallbackFactory = Callable[[AgentConfig, str], Awaitable[EmbeddingProvider]]
 BOOTSTRAP_WAIT_S = 10.0
 """How long a first search waits for the very first index build before answering with what exists."""
+EMBEDDING_RETRY_MAX_S = 900.0
+"""The longest wait between two retries of files left without vectors (the delay doubles up to this)."""
 
 
 class AgentIndex:
@@ -85,6 +87,9 @@ class AgentIndex:
         self._pending_transcripts: set[Path] = set()
         self._transcript_wakeup = anyio.Event()
         self._syncing = False
+        self._embedding_failed = anyio.Event()
+        self._retry_delay_s = self.settings.sync.embedding_retry_ms / 1000
+        self._next_retry_at: float | None = None
         self.started_at = time.time()
         self.watch_mode = "off"
         self.watch_error: str | None = None
@@ -112,6 +117,8 @@ class AgentIndex:
                 tg.start_soon(self._transcript_loop)
                 if self.settings.sync.interval_minutes > 0:
                     tg.start_soon(self._interval_loop)
+                if self.settings.sync.embedding_retry_ms > 0:
+                    tg.start_soon(self._embedding_retry_loop)
                 if self._provider_factory is not None:
                     tg.start_soon(self._load_provider)
                 self._post(_SyncJob("startup"))
@@ -262,6 +269,10 @@ class AgentIndex:
         self._synced = anyio.Event()
         if self.engine.state.embedding_error:
             await self._switch_to_fallback()
+        if self.engine.state.embedding_error:
+            self._embedding_failed.set()
+        elif not isinstance(report, BaseException):
+            self._retry_delay_s = self.settings.sync.embedding_retry_ms / 1000
 
     def _baseline_sessions(self) -> None:
         for f in list_session_files(self.agent.sessions_dir):
@@ -280,6 +291,20 @@ class AgentIndex:
 
     def _qualifying(self, pending: set[Path]) -> list[Path]:
         return [p for p in sorted(pending) if self._sessions.observe(p)]
+
+    async def _embedding_retry_loop(self) -> None:
+        """Files a sync indexed without vectors (the provider failed) are embedded by a later sync; without
+        this, that sync would wait for the next file change. Backoff doubles from `embedding_retry_ms` up to
+        EMBEDDING_RETRY_MAX_S and starts over once a sync embeds again."""
+        while True:
+            await self._embedding_failed.wait()
+            self._next_retry_at = time.time() + self._retry_delay_s
+            await anyio.sleep(self._retry_delay_s)
+            self._next_retry_at = None
+            self._embedding_failed = anyio.Event()  # set again by the next sync that fails to embed
+            if self.engine.state.embedding_error:  # no other sync succeeded meanwhile
+                self._retry_delay_s = min(self._retry_delay_s * 2, EMBEDDING_RETRY_MAX_S)
+                self._post(_SyncJob("embedding-retry"))
 
     async def _interval_loop(self) -> None:
         while True:
@@ -349,6 +374,10 @@ class AgentIndex:
         st["queueDepth"] = self.queue_depth
         st["syncing"] = self._syncing
         st["pendingTranscripts"] = len(self._pending_transcripts)
+        embedding = st.get("embedding")
+        if isinstance(embedding, dict):
+            at = self._next_retry_at
+            embedding["nextRetryAt"] = None if at is None else iso(int(at * 1000))
         return st
 
     async def aclose(self) -> None:

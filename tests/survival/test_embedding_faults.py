@@ -148,3 +148,26 @@ def test_a_provider_that_stalls_times_out_and_the_note_is_still_found(daemon: Da
     assert "timed out" in embedding(daemon)["lastError"]
     sync(daemon)
     assert embedding(daemon)["filesWithoutVectors"] == 0
+
+
+def test_files_left_without_vectors_are_embedded_by_a_retry_without_any_new_change(
+    make_daemon: DaemonFactory, fake: OpenAIFake, tmp_path: Path
+) -> None:
+    ws = tmp_path / "retry-ws"
+    write(ws / "MEMORY.md", "# Memory\n\nThe lighthouse keeper feeds the gulls.\n")
+    config = CONFIG.format(url=fake.base_url, key=API_KEY, ws=ws).replace(
+        "watch = false", "watch = false\nembedding_retry_ms = 300"
+    )
+    # The first sync's call and its three retries fail; the retry sync a moment later succeeds.
+    fake.enqueue(*[fake.overloaded() for _ in range(4)])
+    d = make_daemon(config, name="retry")
+    d.start()
+    d.wait_for_line("sync done")
+    first = embedding(d)
+    assert first["filesWithoutVectors"] == 1 and first["lastError"]
+    line = d.wait_for_line("reason=embedding-retry")
+    if "sync done" not in line:  # the retry rebuilt the index ("full reindex ..."): wait for its end
+        d.wait_for_line("sync done")
+    state = embedding(d)
+    assert state["lastError"] is None and state["filesWithoutVectors"] == 0
+    assert state["nextRetryAt"] is None
