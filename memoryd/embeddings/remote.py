@@ -358,7 +358,12 @@ class RemoteEmbeddingProvider(ABC):
             raise self._fail(f"expected {expected} vectors, got {len(rows)}")
 
     def _finish(self, rows: Sequence[object], *, expected: int) -> Vectors:
-        """Check count and shape, pin the dimension on first use, and L2-normalise."""
+        """Check count and shape (and the configured dimension, if any), then L2-normalise.
+
+        Without a configured dimension nothing is pinned across calls: the index checks every batch
+        against the vectors it holds, and a provider that once answered with the wrong size (a
+        misrouted proxy, say) must not be refused for the rest of the process once it recovers.
+        """
         self._check_count(rows, expected)
         try:
             matrix = np.array(rows, dtype=np.float64)
@@ -367,9 +372,10 @@ class RemoteEmbeddingProvider(ABC):
         if matrix.ndim != 2 or matrix.shape[1] == 0:
             raise self._fail(f"vectors have shape {matrix.shape}, expected (n, dims)")
         dims = int(matrix.shape[1])
-        if self._dims and dims != self._dims:
-            raise self._fail(f"vectors have {dims} dimensions, expected {self._dims} as before")
-        self._dims = dims
+        wanted = self._settings.output_dimensionality
+        if wanted and dims != wanted:
+            raise self._fail(f"vectors have {dims} dimensions, expected the configured {wanted}")
+        self._dims = dims  # only the shape of an empty answer depends on it
         return normalize_rows(matrix)
 
 

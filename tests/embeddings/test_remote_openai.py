@@ -224,14 +224,24 @@ async def test_a_missing_vector_is_named(provider: OpenAIProvider, server: OpenA
     assert not is_retryable(error)
 
 
-async def test_vectors_must_keep_the_dimensions_of_the_first_response(
+async def test_vectors_must_have_the_configured_dimensions(server: OpenAIFake) -> None:
+    provider = OpenAIProvider(RemoteSettings(base_url=server.base_url, api_key=KEY, output_dimensionality=4), env={})
+    server.enqueue(server.wrong_dims(512))
+    try:
+        error = await failure(provider)
+    finally:
+        await provider.aclose()
+    assert "512 dimensions, expected the configured 4" in str(error)
+    assert not is_retryable(error)
+
+
+async def test_one_wrong_sized_answer_does_not_poison_later_answers(
     provider: OpenAIProvider, server: OpenAIFake
 ) -> None:
-    await provider.embed_query("first")
+    """The index refuses wrong-sized vectors itself; the provider must not remember a bad first answer."""
     server.enqueue(server.wrong_dims(512))
-    error = await failure(provider)
-    assert "512 dimensions, expected 8" in str(error)
-    assert not is_retryable(error)
+    assert (await provider.embed_query("first")).shape == (1, 512)
+    assert (await provider.embed_query("second")).shape == (1, 8)
 
 
 async def test_a_response_without_data_is_named(provider: OpenAIProvider, server: OpenAIFake) -> None:
