@@ -38,6 +38,8 @@ from memoryd.store.index import IndexStore
 DIMS = 384
 PER_FILE = 1000
 MODEL = "bench-model"
+FLOAT_TABLE = "bench_float_vec"
+"""The bench's own float vec0 table (the store keeps none since schema v3): the float KNN reference row."""
 Floats = npt.NDArray[np.float32]
 
 
@@ -70,7 +72,7 @@ def build_vectors(
 ) -> None:
     """Write an index of `n` chunks (a quarter of them transcripts) through the real store, once."""
     marker = path.with_suffix(".json")
-    wanted = orjson.dumps({"kind": kind, "n": n, "model": model, "texts": texts is not None, "v": 1}).decode()
+    wanted = orjson.dumps({"kind": kind, "n": n, "model": model, "texts": texts is not None, "v": 2}).decode()
     if path.exists() and marker.exists() and marker.read_text() == wanted:
         return
     for leftover in path.parent.glob(path.name + "*"):
@@ -107,6 +109,7 @@ def build_vectors(
 def vector_rows(path: Path, kind: str, n: int, queries: int) -> list[list[object]]:
     """KNN through the binary table vs the exact matrix: latencies and top-10 overlap."""
     build_vectors(path, kind, n)
+    _ensure_float_table(path)
     conn, _vec = connect(path, readonly=True)
     try:
         matrix = vector_mod.ExactMatrixCache().matrix(conn, MODEL, DIMS)
@@ -139,8 +142,25 @@ def vector_rows(path: Path, kind: str, n: int, queries: int) -> list[list[object
     ]
 
 
+def _ensure_float_table(path: Path) -> None:
+    """Fill the bench's float table from the stored vectors, once per built index."""
+    conn, _vec = connect(path)
+    try:
+        if not schema.table_exists(conn, FLOAT_TABLE):
+            with conn:
+                conn.execute(
+                    f"CREATE VIRTUAL TABLE {FLOAT_TABLE} USING vec0(embedding float[{DIMS}] distance_metric=cosine)"
+                )
+                conn.execute(
+                    f"INSERT INTO {FLOAT_TABLE}(rowid, embedding) SELECT n, embedding FROM chunks "
+                    "WHERE embedding IS NOT NULL"
+                )
+    finally:
+        conn.close()
+
+
 def _float_scan(conn: apsw.Connection, q: Floats) -> None:
-    conn.execute("SELECT rowid FROM chunks_vec WHERE embedding MATCH ? AND k = 10", (q.tobytes(),)).fetchall()
+    conn.execute(f"SELECT rowid FROM {FLOAT_TABLE} WHERE embedding MATCH ? AND k = 10", (q.tobytes(),)).fetchall()
 
 
 def _no_mtime(path: str) -> int | None:

@@ -146,11 +146,13 @@ class IndexStore:
             return {str(p): FileState(str(h), int(m), int(s)) for p, h, m, s in rows}
 
     def ensure_vectors(self, dims: int) -> None:
-        """Create the vector tables for `dims`; a new binary table is filled from the stored vectors."""
+        """Create the binary vector table for `dims` (filled from the stored vectors when new).
+
+        The exact vectors live in `chunks.embedding` alone; a dimension that is not a multiple of 8
+        gets no table (the vector leg then scores exactly in process)."""
         if not self.vec.available:
             return
         with translated("creating the vector table"):
-            schema.ensure_vec(self.conn, dims)
             if dims % 8 == 0 and schema.ensure_vbit(self.conn, dims):
                 self.conn.execute(
                     f"INSERT INTO {schema.VBIT_TABLE}(rowid, source, shard, embedding) "
@@ -214,12 +216,6 @@ class IndexStore:
                 texts = self.conn.execute("SELECT n, text FROM chunks WHERE source = ? AND path = ?", (source, path))
                 docs = [(int(n), doc) for n, text in texts if (doc := side_document(str(text)))]
                 self.conn.executemany(f"INSERT INTO {schema.CJK_TABLE}(rowid, text) VALUES(?, ?)", docs)
-            if vectors is not None and self.vec.available and schema.table_exists(self.conn, "chunks_vec"):
-                self.conn.execute(
-                    "INSERT INTO chunks_vec(rowid, embedding) SELECT n, embedding FROM chunks "
-                    "WHERE source = ? AND path = ? AND embedding IS NOT NULL",
-                    (source, path),
-                )
             if vectors is not None and self.vec.available:
                 bits = schema.vbit_dims(self.conn)
                 if bits is not None:
@@ -261,8 +257,8 @@ class IndexStore:
     def _delete_rows(self, source: str, path: str) -> None:
         """Delete one file's chunks and every index row derived from them (FTS, CJK side index, vectors)."""
         tables = ["chunks_fts", schema.CJK_TABLE]
-        if self.vec.available:
-            tables += [t for t in ("chunks_vec", schema.VBIT_TABLE) if schema.table_exists(self.conn, t)]
+        if self.vec.available and schema.table_exists(self.conn, schema.VBIT_TABLE):
+            tables.append(schema.VBIT_TABLE)
         for table in tables:
             self.conn.execute(
                 f"DELETE FROM {table} WHERE rowid IN (SELECT n FROM chunks WHERE source = ? AND path = ?)",

@@ -7,12 +7,21 @@ Tables follow OpenClaw's (spec §2) with three deliberate changes:
 * `files` is keyed by (source, path) and remembers `mtime_ns` (a no-change resync skips reading
   files whose size and mtime are unchanged) and `bad_lines` (malformed transcript lines).
 * vectors are float32 blobs, not JSON text.
-The FTS table depends on the configured tokenizer and the vector tables on the model's dimension,
-so they are created by `ensure_fts` / `ensure_vec` / `ensure_vbit` rather than by a migration step.
+The FTS table depends on the configured tokenizer and the vector table on the model's dimension,
+so they are created by `ensure_fts` / `ensure_vbit` rather than by a migration step.
 
 v2 adds `chunks_cjk`, a contentless unicode61 FTS5 side index of CJK n-grams (rowid = chunks.n,
 see `memoryd.store.ngrams`), and `ensure_vbit` a sqlite-vec `bit[dims]` table partitioned by source:
 the coarse pass of the vector leg (hamming distance is 8-20x faster to scan than float).
+
+v3 drops the float sqlite-vec table `chunks_vec`: the vector leg reads only `chunks_vbit` and the exact
+vectors in `chunks.embedding`, so it cost ~1.5 KB per chunk (over a third of the file) and insert time
+for nothing. Dropping a vec0 table needs sqlite-vec loaded; without it the drop waits for the next open
+that has it (`drop_legacy_vec`). The version bump also keeps an older memoryd, which would refill the
+table with new rows only, off a v3 file. The freed pages stay on the freelist (the files have
+auto_vacuum=NONE, so `PRAGMA incremental_vacuum` does nothing) and later writes reuse them; no VACUUM on
+open, which would rewrite the whole file (about 3 ms per MB, the copy held in RAM with
+temp_store=MEMORY) while the daemon starts. A full rebuild (`memoryd index --force`) writes a compact file.
 """
 
 from __future__ import annotations
@@ -21,10 +30,13 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import apsw
+import structlog
 
 from memoryd.config import FtsTokenizer
 from memoryd.errors import StoreError
 from memoryd.store.ngrams import side_document
+
+log = structlog.get_logger(__name__)
 
 Step = Callable[[apsw.Connection], None]
 
@@ -93,7 +105,17 @@ def _v2(conn: apsw.Connection) -> None:
     conn.executemany(f"INSERT INTO {CJK_TABLE}(rowid, text) VALUES(?, ?)", docs)
 
 
-STEPS: tuple[Step, ...] = (_v1, _v2)
+LEGACY_VEC_TABLE = "chunks_vec"
+"""The float vec0 table of v1-v2, no longer read nor written."""
+LEGACY_VEC_DROPPED_AT = 3
+
+
+def _v3(conn: apsw.Connection) -> None:
+    """Drop the float vector table (now, or on a later open that has sqlite-vec loaded)."""
+    drop_legacy_vec(conn)
+
+
+STEPS: tuple[Step, ...] = (_v1, _v2, _v3)
 SCHEMA_VERSION = len(STEPS)
 
 TOKENIZE_CLAUSES: dict[FtsTokenizer, str] = {
@@ -104,7 +126,8 @@ TOKENIZE_CLAUSES: dict[FtsTokenizer, str] = {
 
 
 def migrate(conn: apsw.Connection) -> None:
-    """Bring the schema to SCHEMA_VERSION, each step in its own transaction."""
+    """Bring the schema to SCHEMA_VERSION, each step in its own transaction; at v3 and later, retry the
+    drop of the float vector table that an open without sqlite-vec had to leave."""
     (version,) = conn.execute("PRAGMA user_version").fetchone() or (0,)
     if version > SCHEMA_VERSION:
         raise StoreError(f"database schema v{version} is newer than this memoryd (v{SCHEMA_VERSION}); upgrade memoryd")
@@ -112,6 +135,27 @@ def migrate(conn: apsw.Connection) -> None:
         with conn:
             STEPS[number](conn)
             conn.execute(f"PRAGMA user_version={number + 1}")
+    if version >= LEGACY_VEC_DROPPED_AT:
+        try:
+            with conn:
+                drop_legacy_vec(conn)
+        except apsw.ReadOnlyError:
+            log.info("read-only index: the unused float vector table is left for a writable open")
+
+
+def drop_legacy_vec(conn: apsw.Connection) -> bool:
+    """Drop `chunks_vec` (and its shadow tables) if it exists and sqlite-vec is loaded; True if dropped.
+
+    Without the vec0 module SQLite cannot drop the table, and deleting its schema rows by hand
+    (writable_schema) risks the file: it is left alone, unused, until an open that has the module.
+    """
+    if not table_exists(conn, LEGACY_VEC_TABLE):
+        return False
+    if conn.execute("SELECT 1 FROM pragma_module_list WHERE name = 'vec0'").fetchone() is None:
+        log.info("sqlite-vec not loaded: the unused float vector table is dropped on a later open")
+        return False
+    conn.execute(f"DROP TABLE {LEGACY_VEC_TABLE}")
+    return True
 
 
 def table_exists(conn: apsw.Connection, name: str) -> bool:
@@ -130,8 +174,17 @@ def ensure_fts(conn: apsw.Connection, tokenizer: FtsTokenizer) -> None:
 
 
 def vec_dims(conn: apsw.Connection) -> int | None:
-    """The dimension of the existing vector table, if any."""
-    return _declared_dims(conn, "chunks_vec", "float[")
+    """The dimension of the stored vectors: the binary table's, else the first stored embedding's; None
+    while the index holds neither (a new, keyword-only or still empty rebuilt index).
+
+    The fallback covers dimensions that are not a multiple of 8 (no binary table) and indexes whose
+    binary table is not built yet; it reads `sqlite_master` only, plus `chunks` when there is no binary table.
+    """
+    declared = _declared_dims(conn, VBIT_TABLE, "bit[")
+    if declared is not None:
+        return declared
+    row = conn.execute("SELECT length(embedding) FROM chunks WHERE embedding IS NOT NULL LIMIT 1").fetchone()
+    return int(row[0]) // 4 if row is not None and row[0] else None
 
 
 def vbit_dims(conn: apsw.Connection) -> int | None:
@@ -154,16 +207,6 @@ def _declared_dims(conn: apsw.Connection, table: str, marker: str) -> int | None
     start = sql.find(marker)
     end = sql.find("]", start)
     return int(sql[start + len(marker) : end]) if start >= 0 and end > start else None
-
-
-def ensure_vec(conn: apsw.Connection, dims: int) -> None:
-    """Create the sqlite-vec table for `dims`, re-creating it if the dimension changed (spec §2)."""
-    current = vec_dims(conn)
-    if current == dims:
-        return
-    if current is not None:
-        conn.execute("DROP TABLE chunks_vec")
-    conn.execute(f"CREATE VIRTUAL TABLE chunks_vec USING vec0(embedding float[{int(dims)}] distance_metric=cosine)")
 
 
 def ensure_vbit(conn: apsw.Connection, dims: int) -> bool:

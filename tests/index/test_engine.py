@@ -1,4 +1,5 @@
-"""The engine end to end on real files and a real SQLite database (keyword-only mode)."""
+"""The engine end to end on real files and a real SQLite database (keyword-only mode, and how the
+stored vectors' dimension carries an index through upgrades and provider changes)."""
 
 from __future__ import annotations
 
@@ -12,8 +13,11 @@ from memoryd.config import AgentConfig
 from memoryd.errors import AccessDeniedError
 from memoryd.index import sync as sync_mod
 from memoryd.index.engine import IndexEngine
+from memoryd.store import schema
+from memoryd.store.db import connect
 from memoryd.store.lock import WriterLock, WriterLockBusyError
 from tests.conftest import AgentFactory, transcript_line, write
+from tests.fakes.hash_embedder import HashEmbedder
 
 pytestmark = pytest.mark.anyio
 
@@ -221,3 +225,75 @@ async def test_status_survives_a_restart(workspace: Path, make_agent: AgentFacto
         assert st["indexedAt"]
     finally:
         again.close()
+
+
+async def synced(agent: AgentConfig, provider: HashEmbedder) -> None:
+    eng = IndexEngine(agent, provider)
+    await eng.open()
+    try:
+        await eng.sync("test")
+    finally:
+        eng.close()
+
+
+def vector_status(eng: IndexEngine) -> tuple[object, object]:
+    st = eng.status()
+    vector, embedding = st["vector"], st["embedding"]
+    assert isinstance(vector, dict) and isinstance(embedding, dict)
+    return vector["dims"], embedding["filesWithoutVectors"]
+
+
+async def test_a_v2_index_loses_its_float_table_on_open_and_needs_no_rebuild(
+    workspace: Path, make_agent: AgentFactory
+) -> None:
+    agent = make_agent(workspace)
+    await synced(agent, HashEmbedder())
+    conn, _vec = connect(agent.db_path)  # what memoryd v2 left: a float table beside the binary one
+    conn.execute("CREATE VIRTUAL TABLE chunks_vec USING vec0(embedding float[64] distance_metric=cosine)")
+    conn.execute("INSERT INTO chunks_vec(rowid, embedding) SELECT n, embedding FROM chunks")
+    conn.execute("PRAGMA user_version=2")
+    conn.close()
+    eng = IndexEngine(agent, HashEmbedder())
+    await eng.open()
+    try:
+        store = eng._store_required()
+        assert not schema.table_exists(store.conn, "chunks_vec")
+        assert eng.full_reindex_reasons(store.read_meta()) == []
+        assert vector_status(eng) == (64, 0)
+        (workspace / "memory" / "new.md").write_text("The heron fishes at dawn.\n")
+        assert not (await eng.sync("test")).full
+        resp = await eng.search("golden retriever", mode="vector")
+        assert resp.mode == "vector" and resp.results[0].path == "MEMORY.md"
+    finally:
+        eng.close()
+
+
+async def test_a_provider_with_another_dimension_rebuilds_the_index(workspace: Path, make_agent: AgentFactory) -> None:
+    agent = make_agent(workspace)
+    await synced(agent, HashEmbedder(64))
+    eng = IndexEngine(agent, HashEmbedder(32))
+    await eng.open()
+    try:
+        assert "provider settings changed" in eng.full_reindex_reasons(eng._store_required().read_meta())
+        assert (await eng.sync("test")).full
+        assert vector_status(eng) == (32, 0)
+        assert schema.vbit_dims(eng._store_required().conn) == 32
+        resp = await eng.search("golden retriever", mode="vector")
+        assert resp.mode == "vector" and resp.results[0].path == "MEMORY.md"
+    finally:
+        eng.close()
+
+
+async def test_vectors_with_no_binary_table_keep_their_dimension_and_need_no_second_rebuild(
+    workspace: Path, make_agent: AgentFactory
+) -> None:
+    agent = make_agent(workspace)
+    await synced(agent, HashEmbedder(12))  # 12 is no multiple of 8: the vectors live in chunks alone
+    eng = IndexEngine(agent, HashEmbedder(12))
+    await eng.open()
+    try:
+        assert eng.full_reindex_reasons(eng._store_required().read_meta()) == []
+        assert vector_status(eng) == (12, 0)
+        assert not (await eng.sync("test")).full
+    finally:
+        eng.close()

@@ -110,11 +110,11 @@ def test_embedding_cache_lookup_store_and_prune(store: IndexStore) -> None:
     assert store.cache_count() == 2
 
 
-def test_vectors_are_written_to_the_vector_table_and_found_by_knn(store: IndexStore) -> None:
+def test_vectors_are_stored_exactly_in_chunks_and_as_sign_bits_with_no_float_table(store: IndexStore) -> None:
     if not store.vec.available:
         pytest.fail(f"sqlite-vec should load from the installed package: {store.vec.error}")
-    store.ensure_vectors(3)
-    vectors = np.array([[1, 0, 0], [0, 1, 0]], dtype=np.float32)
+    store.ensure_vectors(8)
+    vectors = np.array([[1, 0, 0, 0, 0, 0, 0, -1], [-1, 1, 0, 0, 0, 0, 0, 1]], dtype=np.float32)
     with store.transaction():
         store.replace_file(
             source="memory",
@@ -127,11 +127,16 @@ def test_vectors_are_written_to_the_vector_table_and_found_by_knn(store: IndexSt
             model="m",
             vectors=vectors,
         )
-    q = np.array([0, 1, 0], dtype=np.float32).tobytes()
-    rows = store.conn.execute(
-        "SELECT c.text FROM chunks_vec v JOIN chunks c ON c.n = v.rowid WHERE v.embedding MATCH ? AND k = 1", (q,)
+    blobs = [row[0] for row in store.conn.execute("SELECT embedding FROM chunks ORDER BY start_line")]
+    assert [np.frombuffer(b, dtype="<f4").tolist() for b in blobs if isinstance(b, bytes)] == vectors.tolist()
+    bits = store.conn.execute(
+        f"SELECT c.text, v.embedding FROM {schema.VBIT_TABLE} v JOIN chunks c ON c.n = v.rowid ORDER BY c.text"
     ).fetchall()
-    assert rows == [("y",)]
+    assert bits == [("x", bytes([0b00000001])), ("y", bytes([0b10000010]))]
+    assert not schema.table_exists(store.conn, schema.LEGACY_VEC_TABLE)
+    with store.transaction():
+        store.delete_files("memory", ["memory/v.md"])
+    assert store.conn.execute(f"SELECT COUNT(*) FROM {schema.VBIT_TABLE}").fetchone() == (0,)
 
 
 def test_schema_newer_than_the_code_is_refused(tmp_path: Path) -> None:

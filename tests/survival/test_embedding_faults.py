@@ -69,7 +69,7 @@ def vector_rows(daemon: Daemon) -> tuple[int, int]:
     conn = apsw.Connection(str(db), flags=apsw.SQLITE_OPEN_READONLY)
     try:
         (embedded,) = conn.execute("SELECT COUNT(*) FROM chunks WHERE embedding IS NOT NULL").fetchone() or (0,)
-        (dims,) = conn.execute("SELECT COUNT(*) FROM chunks_vec_rowids").fetchone() or (0,)
+        (dims,) = conn.execute("SELECT COUNT(*) FROM chunks_vbit_rowids").fetchone() or (0,)
     finally:
         conn.close()
     return int(embedded), int(dims)
