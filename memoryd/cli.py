@@ -103,6 +103,11 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("install-service", parents=[common], help="install and start memoryd as a user service")
     p.add_argument("--force", action="store_true", help="overwrite a unit/plist you edited")
     p.add_argument("--no-enable", action="store_true", help="write the files but do not enable or start the service")
+    p.add_argument(
+        "--socket-activation",
+        action="store_true",
+        help="systemd: also install memoryd.socket (clients connect before the daemon runs and while it restarts)",
+    )
 
     p = sub.add_parser("uninstall-service", parents=[common], help="stop and remove the user service")
     p.add_argument("--force", action="store_true", help="remove a unit/plist you edited")
@@ -423,7 +428,8 @@ def cmd_model(args: argparse.Namespace, cfg: Config, out: TextIO) -> int:
 
 
 def cmd_install_service(args: argparse.Namespace, cfg: Config, out: TextIO) -> int:
-    return _print_install(install_service(enable=not args.no_enable, force=args.force), out)
+    result = install_service(enable=not args.no_enable, force=args.force, socket_activation=args.socket_activation)
+    return _print_install(result, out)
 
 
 def cmd_uninstall_service(args: argparse.Namespace, cfg: Config, out: TextIO) -> int:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import signal
+import socket
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -28,6 +29,7 @@ from memoryd.index.supervisor import Supervisor
 from memoryd.index.watcher import Watcher
 from memoryd.server.service import Corpus
 from memoryd.server.unix import serve_unix
+from memoryd.service.activation import inherited_unix_listener
 
 log = structlog.get_logger(__name__)
 
@@ -124,9 +126,10 @@ async def serve(
     config_path: Path | None = None,
     socket_path: Path | None = None,
     provider_factory: ProviderFactory | None = None,
+    listener: socket.socket | None = None,
     task_status: TaskStatus[Path] = anyio.TASK_STATUS_IGNORED,
 ) -> None:
-    """Run the daemon until SIGTERM/SIGINT (or cancellation)."""
+    """Run the daemon until SIGTERM/SIGINT (or cancellation); `listener` is systemd's socket, if any."""
     path = socket_path or cfg.socket
     pool = ProviderPool(cache_dir=paths.cache_dir())
     supervisor = Supervisor(cfg, provider_factory=provider_factory or pool.select, fallback_factory=pool.fallback)
@@ -152,6 +155,7 @@ async def serve(
                 path=path,
                 reload=reload,
                 max_line_bytes=cfg.daemon.max_line_bytes,
+                listener=listener,
             )
             task_status.started(path)
     finally:
@@ -168,9 +172,12 @@ async def _run_services(
     path: Path,
     reload: Callable[[], Awaitable[None]],
     max_line_bytes: int,
+    listener: socket.socket | None,
 ) -> None:
     """Start everything in order: socket first (a second daemon exits here), then agents, then the watcher."""
-    await tg.start(functools.partial(serve_unix, max_line_bytes=max_line_bytes), service, path)
+    path = await tg.start(
+        functools.partial(serve_unix, max_line_bytes=max_line_bytes, inherited=listener), service, path
+    )
     await tg.start(_signals, tg.cancel_scope.cancel, reload)
     await tg.start(supervisor.run)
     await tg.start(watcher.run)
@@ -198,10 +205,11 @@ def prepare_workspaces(cfg: Config) -> None:
 
 
 def run(cfg: Config, *, config_path: Path | None = None, socket_path: Path | None = None) -> int:
-    """Blocking entry point for the CLI."""
-    prepare_workspaces(cfg)
+    """Blocking entry point for the CLI; adopts the listening socket systemd passed, if it passed one."""
     try:
-        anyio.run(lambda: serve(cfg, config_path=config_path, socket_path=socket_path))
+        prepare_workspaces(cfg)
+        listener = inherited_unix_listener()
+        anyio.run(lambda: serve(cfg, config_path=config_path, socket_path=socket_path, listener=listener))
     except (MemorydError, BaseExceptionGroup) as exc:
         inner = first_error(exc)
         if not isinstance(inner, MemorydError):

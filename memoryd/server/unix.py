@@ -51,15 +51,22 @@ async def serve_unix(
     max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
     tools: Sequence[ToolSchema] | None = None,
     allowed_uid: int | None = None,
+    inherited: socket.socket | None = None,
     task_status: TaskStatus[Path] = anyio.TASK_STATUS_IGNORED,
 ) -> None:
     """Serve MCP on the socket at `path` until cancelled; reports the path once it accepts connections.
 
     `allowed_uid` is the uid peers must have (default: this process's). Raises DaemonError when a
     daemon already answers on `path`, or the path cannot be used; a stale socket file is replaced.
+    `inherited` is a listening socket systemd opened (socket activation, `memoryd.service.activation`):
+    it is served as it is, and its file is systemd's, so it is neither replaced nor removed here.
     """
     catalog = tools if tools is not None else await anyio.to_thread.run_sync(load_tool_schemas)
     uid = os.geteuid() if allowed_uid is None else allowed_uid
+    handle = partial(_handle, service=service, tools=catalog, uid=uid, max_line_bytes=max_line_bytes)
+    if inherited is not None:
+        await _serve_inherited(inherited, path, handle, task_status)
+        return
     await anyio.to_thread.run_sync(_prepare_directory, path.parent)
     lock = await anyio.to_thread.run_sync(_lock, path)
     try:
@@ -70,14 +77,34 @@ async def serve_unix(
             async with listener, anyio.create_task_group() as connections:
                 log.info("listening", socket=str(path))
                 task_status.started(path)
-                handle = partial(_handle, service=service, tools=catalog, uid=uid, max_line_bytes=max_line_bytes)
-                await _accept_forever(listener, connections, handle)
+                await _accept_forever(listener.extra(SocketAttribute.raw_socket), connections, handle)  # noqa: S610
         finally:
             if identity is not None and _identity(path) == identity:
                 with anyio.CancelScope(shield=True):
                     await anyio.Path(path).unlink(missing_ok=True)
     finally:
         os.close(lock)
+
+
+async def _serve_inherited(
+    sock: socket.socket,
+    path: Path,
+    handle: Callable[[socket.socket], Coroutine[Any, Any, None]],
+    task_status: TaskStatus[Path],
+) -> None:
+    """Serve systemd's listening socket. Its address is what clients use, whatever `path` says."""
+    bound = sock.getsockname()
+    address = Path(bound) if isinstance(bound, str) and bound else path
+    if address != path:
+        log.warning("socket_activation_path_differs", configured=str(path), systemd=str(address))
+    sock.setblocking(False)
+    try:
+        async with anyio.create_task_group() as connections:
+            log.info("listening", socket=str(address), activation="systemd")
+            task_status.started(address)
+            await _accept_forever(sock, connections, handle)
+    finally:
+        sock.close()
 
 
 def peer_uid(sock: socket.socket) -> int | None:
@@ -109,14 +136,13 @@ async def _handle(
 
 
 async def _accept_forever(
-    listener: SocketListener, connections: TaskGroup, handle: Callable[[socket.socket], Coroutine[Any, Any, None]]
+    raw: socket.socket, connections: TaskGroup, handle: Callable[[socket.socket], Coroutine[Any, Any, None]]
 ) -> None:
     """Accept until cancelled, each connection in its own task.
 
     Waits with `anyio.wait_readable` instead of `listener.accept()`: cancelling the latter while a
     connection arrives makes anyio's asyncio backend log an InvalidStateError (seen with anyio 4.16).
     """
-    raw = listener.extra(SocketAttribute.raw_socket)  # noqa: S610 - anyio, not Django
     while True:
         await anyio.wait_readable(raw)
         try:

@@ -164,3 +164,36 @@ async def test_stdio_shims_of_two_agents_through_the_daemon(daemon: Daemon) -> N
     assert ra.structured_content is not None and ra.structured_content["results"] == []
     assert rb.structured_content is not None and [r["path"] for r in rb.structured_content["results"]] == ["MEMORY.md"]
     assert [t.name for t in tools.tools] == ["memory_search", "memory_get", "status"]
+
+
+SYSTEMD_LIKE = """
+import os, socket, sys
+path = sys.argv[1]
+os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+listener.bind(path)
+os.chmod(path, 0o600)
+listener.listen(16)
+os.dup2(listener.fileno(), 3)
+os.set_inheritable(3, True)  # dup2 onto itself (the socket may already be fd 3) keeps close-on-exec
+os.environ.update(LISTEN_PID=str(os.getpid()), LISTEN_FDS="1", LISTEN_FDNAMES="memoryd.socket")
+os.execv(sys.argv[2], sys.argv[2:])
+"""
+"""What systemd does for a socket unit: bind and listen, pass the socket as fd 3, name it in LISTEN_*."""
+
+
+async def test_a_socket_passed_by_systemd_is_served_and_left_in_place(tmp_path: Path) -> None:
+    write(tmp_path / "alpha" / "MEMORY.md", "# Alpha\n\nThe alpha agent keeps bees on the roof.\n")
+    write(tmp_path / "beta" / "MEMORY.md", "# Beta\n\nThe beta agent grows chili peppers.\n")
+    config = write(tmp_path / "config.toml", CONFIG.format(root=tmp_path))
+    sock = tmp_path / "rt" / "memoryd" / "memoryd.sock"
+    env = {**os.environ, "XDG_RUNTIME_DIR": str(tmp_path / "rt")}
+    d = Daemon(tmp_path, config, tmp_path / "state", sock, env, wrapper=(sys.executable, "-c", SYSTEMD_LIKE, str(sock)))
+    d.start()
+    try:
+        assert "activation=systemd" in d.log_text()
+        with anyio.fail_after(20):
+            assert await search(sock, "alpha", "bees roof") == ["MEMORY.md"]
+    finally:
+        assert d.stop() == 0
+    assert sock.exists()  # the socket file is systemd's: it outlives the daemon

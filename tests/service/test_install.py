@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import os
 import stat
 import subprocess
@@ -12,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from memoryd import cli
 from memoryd.service.install import (
     InstallResult,
     ServiceInstallError,
@@ -371,3 +373,13 @@ def test_socket_activation_is_refused_on_macos(executable: Path) -> None:
 
 def test_the_default_executable_is_the_entry_point_beside_the_running_interpreter() -> None:
     assert entry_point() == Path(sys.executable).absolute().parent / "memoryd"
+
+
+def test_the_cli_installs_the_socket_unit_when_asked(unit_path: Path) -> None:
+    out = io.StringIO()
+    code = cli.main(["install-service", "--no-enable", "--socket-activation"], out=out)
+    assert code == 0
+    socket_unit = unit_path.with_name("memoryd.socket")
+    assert socket_unit.is_file() and "ListenStream=" in socket_unit.read_text(encoding="utf-8")
+    assert unit_path.is_file()
+    assert "memoryd.socket" in out.getvalue()
