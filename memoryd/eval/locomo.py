@@ -23,6 +23,7 @@ import orjson
 
 from memoryd.errors import SourceError
 from memoryd.eval.metrics import EvidenceLine
+from memoryd.search.timeframe import MONTHS
 
 CATEGORY_NAMES: Mapping[int, str] = MappingProxyType(
     {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
@@ -35,20 +36,6 @@ _EVIDENCE_ID = re.compile(r"D:?([0-9]+):([0-9]+)")
 _EVIDENCE_SEPARATORS = re.compile(r"[;,\s]+")
 _SESSION_DATE = re.compile(
     r"\s*([0-9]{1,2}):([0-9]{2})\s*([ap]m)\s+on\s+([0-9]{1,2})\s+([A-Za-z]+),?\s+([0-9]{4})\s*", re.IGNORECASE
-)
-_MONTHS = (
-    "january",
-    "february",
-    "march",
-    "april",
-    "may",
-    "june",
-    "july",
-    "august",
-    "september",
-    "october",
-    "november",
-    "december",
 )
 
 
@@ -133,13 +120,13 @@ def parse_session_date(text: str) -> datetime:
     """`1:56 pm on 8 May, 2023` as a naive datetime (no locale involved)."""
     match = _SESSION_DATE.fullmatch(text)
     month = match.group(5).lower() if match else ""
-    if match is None or month not in _MONTHS:
+    if match is None or month not in MONTHS:
         raise SourceError(f"LoCoMo session date {text!r} is not like '1:56 pm on 8 May, 2023'")
     hour, minute = int(match.group(1)) % 12, int(match.group(2))
     if match.group(3).lower() == "pm":
         hour += 12
     try:
-        return datetime(int(match.group(6)), _MONTHS.index(month) + 1, int(match.group(4)), hour, minute)
+        return datetime(int(match.group(6)), MONTHS.index(month) + 1, int(match.group(4)), hour, minute)
     except ValueError as exc:
         raise SourceError(f"LoCoMo session date {text!r}: {exc}") from exc
 
