@@ -20,6 +20,7 @@ from types import MappingProxyType
 from typing import ClassVar, Literal
 from urllib.parse import urlsplit
 
+import anyio
 import httpx
 import numpy as np
 import orjson
@@ -37,6 +38,8 @@ Kind = Literal["query", "document"]
 """Why a text is embedded: providers with asymmetric models embed queries and documents differently."""
 
 DEFAULT_MAX_INPUT_TOKENS = 8192
+DOCUMENT_REQUESTS_IN_FLIGHT = 2
+"""Document requests one provider has open at once, whichever agents' syncs send them."""
 _MAX_INPUT_TOKENS: Mapping[str, int] = MappingProxyType(
     {
         "openai:text-embedding-3-small": 8192,
@@ -212,6 +215,9 @@ class RemoteEmbeddingProvider(ABC):
         self._owns_client = client is None
         self._client = client or httpx.AsyncClient(timeout=httpx.Timeout(self._settings.timeout_s))
         self._dims = self._settings.output_dimensionality or 0
+        # One provider instance serves every agent that uses it (select.ProviderPool): this bounds the
+        # document requests all their syncs have in flight together. Query embeddings do not queue here.
+        self._document_requests = anyio.CapacityLimiter(DOCUMENT_REQUESTS_IN_FLIGHT)
 
     @property
     def id(self) -> str:
@@ -242,7 +248,8 @@ class RemoteEmbeddingProvider(ABC):
         rows: list[object] = []
         for start in range(0, len(texts), self.max_batch_items):
             part = texts[start : start + self.max_batch_items]
-            got = await self._request_vectors(part, "document")
+            async with self._document_requests:
+                got = await self._request_vectors(part, "document")
             self._check_count(got, len(part))
             rows.extend(got)
         return self._finish(rows, expected=len(texts))

@@ -7,10 +7,13 @@ checks, timeouts and normalisation.
 from __future__ import annotations
 
 import socket
+import threading
 from collections.abc import AsyncIterator, Iterator
 from datetime import UTC, datetime, timedelta
 from email.utils import format_datetime
 
+import anyio
+import anyio.to_thread
 import numpy as np
 import pytest
 
@@ -20,7 +23,7 @@ from memoryd.embeddings.remote import RemoteSettings
 from memoryd.embeddings.retry import RetryPolicy, is_retryable, with_retries
 from memoryd.errors import EmbeddingAuthError, EmbeddingError, EmbeddingQuotaError, EmbeddingRateLimitError
 from tests.fakes.embedding_servers import OpenAIFake, fake_vector
-from tests.fakes.http_server import Reply
+from tests.fakes.http_server import RecordedRequest, Reply
 
 KEY = "sk-test-0123456789"
 pytestmark = pytest.mark.anyio
@@ -300,3 +303,39 @@ async def test_text_that_json_cannot_carry_is_named_without_a_request(
     with pytest.raises(EmbeddingError, match="cannot be encoded as JSON"):
         await provider.embed_query("broken \ud800 surrogate")
     assert server.requests == []
+
+
+async def test_one_provider_keeps_two_document_requests_in_flight_and_queries_pass_them(
+    provider: OpenAIProvider, server: OpenAIFake
+) -> None:
+    """Agents share a provider (select.ProviderPool): their syncs together keep at most two document
+    requests open, and a search's query embedding never queues behind them."""
+    arrived = threading.Semaphore(0)
+    query = "a search meanwhile"
+
+    def documents_held(request: RecordedRequest) -> Reply:
+        if request.json()["input"] == [query]:
+            return server.dispatch(request)
+        arrived.release()
+        return server.stall()
+
+    server.enqueue(*[documents_held] * 4)
+    outcomes: list[BaseException] = []
+
+    async def sync_batch(text: str) -> None:
+        try:
+            await provider.embed_documents([text])
+        except EmbeddingError as exc:  # the server ends the held requests when it closes
+            outcomes.append(exc)
+
+    with anyio.fail_after(10):
+        async with anyio.create_task_group() as tg:
+            for text in ("one", "two", "three"):
+                tg.start_soon(sync_batch, text)
+            for _ in range(2):
+                assert await anyio.to_thread.run_sync(arrived.acquire, True, 5)
+            assert (await provider.embed_query(query)).shape == (1, 8)
+            held = [r for r in server.requests if r.json()["input"] != [query]]
+            assert len(held) == 2  # the third batch waits for a slot
+            server.close()
+    assert len(outcomes) == 3
