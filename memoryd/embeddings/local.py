@@ -2,8 +2,18 @@
 
 Loading is lazy and can run in the background: the daemon starts `load()` and reports `state`
 (idle → loading → ready, or error) without ever blocking start-up on a model download. Inference
-runs in a worker thread behind a limiter of one, so the event loop never waits on the CPU and two
-calls never fight over the session's threads.
+runs in worker threads, so the event loop never waits on the CPU.
+
+Cores: one session serves documents and queries, with one intra-op thread per core. Its threads
+spin between operators while a run is under way (turning spinning off altogether cost up to a
+third of the indexing rate), but stop as soon as the last run returns (`session.force_spinning_stop`):
+left spinning, they burnt ~30 ms of a core after each query embedding, taken from the keyword
+and vector legs that run right after it. A second, single-threaded session for queries would
+avoid the spinning too, but holds another ~35 MB of weights for nothing the first cannot do.
+
+Limiters: document batches run one at a time (each already uses every core); queries have their
+own limiter of one and run beside a batch in flight (onnxruntime sessions accept concurrent runs),
+so a search during a big sync never queues behind the sync's batches.
 
 Speed (bench/local_model.py): when the `onnx` package is importable the model is rewritten once
 into a dynamically quantised graph (models.quantized_model): ~1.5x the chunks/s, a third less
@@ -52,6 +62,10 @@ DEFAULT_BATCH_TOKENS = 1024
 peak memory grows with them (attention scores scale with batch x length²)."""
 
 
+STOP_SPINNING_AFTER_RUNS = "session.force_spinning_stop"
+"""onnxruntime's session option: intra-op threads stop spinning when the last concurrent run returns."""
+
+
 class LoadState(StrEnum):
     IDLE = "idle"
     LOADING = "loading"
@@ -91,7 +105,8 @@ def plan_runs(lengths: Sequence[int], batch_tokens: int, *, one_text_per_run: bo
 
 
 class Encoder:
-    """Tokenise, run and pool. Blocking and not thread-safe: the provider serialises calls."""
+    """Tokenise, run and pool. Blocking; two calls may run at once (the session accepts concurrent
+    runs and the tokenizer is only read), which lets a query run beside a batch of documents."""
 
     def __init__(
         self,
@@ -117,7 +132,10 @@ class Encoder:
         todo = [i for i, text in enumerate(texts) if text.strip()]
         if not todo:
             return out
-        encodings = self._tokenizer.encode_batch([texts[i] for i in todo])
+        if len(todo) == 1:  # e.g. a query: encode_batch would wake the tokenizer's thread pool for one text
+            encodings = [self._tokenizer.encode(texts[todo[0]])]
+        else:
+            encodings = self._tokenizer.encode_batch([texts[i] for i in todo])
         lengths = [len(encoding.ids) for encoding in encodings]
         for group in plan_runs(lengths, self._batch_tokens, one_text_per_run=self._one_text_per_run):
             out[[todo[k] for k in group]] = self._run([encodings[k] for k in group])
@@ -165,6 +183,7 @@ def load_encoder(
     options.intra_op_num_threads = threads
     options.inter_op_num_threads = 1
     options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+    options.add_session_config_entry(STOP_SPINNING_AFTER_RUNS, "1")  # see the module docstring
     try:
         session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
     except Exception as exc:  # onnxruntime's errors derive from Exception directly
@@ -231,7 +250,8 @@ class LocalEmbeddingProvider:
         self._hub_url = hub_url
         self._batch_tokens = batch_tokens
         self._progress = progress
-        self._limiter = anyio.CapacityLimiter(1)
+        self._documents_limiter = anyio.CapacityLimiter(1)
+        self._query_limiter = anyio.CapacityLimiter(1)
         self._load_lock = anyio.Lock()
         self._encoder: Encoder | None = None
         self._state = LoadState.IDLE
@@ -293,7 +313,7 @@ class LocalEmbeddingProvider:
             stop = threading.Event()
             try:
                 encoder, source = await anyio.to_thread.run_sync(
-                    partial(self._build_encoder, stop), limiter=self._limiter, abandon_on_cancel=True
+                    partial(self._build_encoder, stop), limiter=self._documents_limiter, abandon_on_cancel=True
                 )
             except EmbeddingError as exc:
                 self._state = LoadState.ERROR
@@ -344,17 +364,19 @@ class LocalEmbeddingProvider:
         return self._encoder
 
     async def embed_query(self, text: str) -> Vectors:
-        return await self.embed_documents([text])
+        """Runs beside a batch of documents in flight rather than after it (see the module docstring)."""
+        encoder = await self._ready_encoder()
+        return await anyio.to_thread.run_sync(encoder.encode, [text], limiter=self._query_limiter)
 
     async def embed_documents(self, texts: list[str]) -> Vectors:
         if not texts:
             return np.zeros((0, self._spec.dims), dtype=np.float32)
         encoder = await self._ready_encoder()
-        return await anyio.to_thread.run_sync(encoder.encode, list(texts), limiter=self._limiter)
+        return await anyio.to_thread.run_sync(encoder.encode, list(texts), limiter=self._documents_limiter)
 
     async def aclose(self) -> None:
         """Drop the session once in-flight work is done; a later call loads the model again."""
-        async with self._load_lock, self._limiter:
+        async with self._load_lock, self._documents_limiter, self._query_limiter:
             self._encoder = None
             self._source = None
             self._state = LoadState.IDLE

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -147,6 +148,40 @@ async def test_the_quantised_model_agrees_with_the_stored_one(
     texts = NOTES + MIXED[:4]
     cosines = np.sum(await quantized.embed_documents(texts) * await as_stored.embed_documents(texts), axis=1)
     assert cosines.min() >= 0.99
+
+
+@pytest.mark.anyio
+async def test_a_query_is_embedded_beside_a_batch_of_documents_instead_of_after_it(
+    quantized: LocalEmbeddingProvider,
+) -> None:
+    alone = await quantized.embed_query(PET_QUESTION)
+    long_documents = [f"{i} " + " ".join(NOTES) * 3 for i in range(24)]  # each fills the model's 256 tokens
+    finished: list[str] = []
+
+    async def documents() -> None:
+        await quantized.embed_documents(long_documents)
+        finished.append("documents")
+
+    with anyio.fail_after(120):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(documents)
+            await anyio.wait_all_tasks_blocked()  # the batch is in its worker thread
+            query = await quantized.embed_query(PET_QUESTION)
+            finished.append("query")
+    assert finished == ["query", "documents"]
+    np.testing.assert_allclose(query, alone, atol=1e-5)
+
+
+@pytest.mark.anyio
+async def test_after_a_query_the_models_threads_leave_the_cores_to_the_search_legs(
+    provider: LocalEmbeddingProvider,
+) -> None:
+    await provider.embed_documents(NOTES)  # the session's threads have been busy
+    await provider.embed_query(PET_QUESTION)
+    cpu = time.process_time()
+    await anyio.sleep(0.1)  # the idle window being measured, not a synchronisation
+    # Spinning intra-op threads would burn ~30 ms of it; this process has nothing else to run.
+    assert time.process_time() - cpu < 0.005
 
 
 def test_each_provider_names_its_vector_space(
