@@ -60,6 +60,7 @@ from memoryd.search.vector import (
     VectorHits,
     complete_vector_scores,
     search_vector,
+    warm_cache,
 )
 from memoryd.sources.discovery import SourceFile, index_path, list_memory_files, list_session_files
 from memoryd.sources.readfile import FileSlice, read_memory_file
@@ -400,6 +401,9 @@ class IndexEngine:
             self.state.pending = max(0, self.state.pending - pending_before)
             with contextlib.suppress(MemorydError):
                 await anyio.to_thread.run_sync(self._remember_sync, report)
+            if self.provider is not None:
+                with contextlib.suppress(MemorydError):
+                    await anyio.to_thread.run_sync(self._warm_vectors)
             log.info(
                 "sync done",
                 agent=self.agent.id,
@@ -411,6 +415,11 @@ class IndexEngine:
                 ms=report.duration_ms,
             )
             return report
+
+    def _warm_vectors(self) -> None:
+        """Reload the vector leg's in-memory copy now, not in the next search (0.3 s at 100k chunks)."""
+        with self._readers.reader() as (conn, vec):
+            warm_cache(conn, self._vector_cache, model=self.fingerprint.model, vec_available=vec.available)
 
     def _remember_sync(self, report: SyncReport) -> None:
         """Persist when and how the index was last synced, so status in another process can tell."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -10,7 +11,17 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from memoryd.search.vector import EXACT_MAX, ExactMatrixCache, knn_binary, knn_exact, search_vector
+from memoryd.search.vector import (
+    BITS_IN_MEMORY_MAX,
+    EXACT_MAX,
+    RESCORE_MIN,
+    ExactMatrixCache,
+    coarse_in_memory,
+    knn_binary,
+    knn_exact,
+    search_vector,
+    warm_cache,
+)
 from memoryd.sources.chunking import Chunk, hash_text
 from memoryd.store import schema
 from memoryd.store.db import connect
@@ -221,3 +232,77 @@ def test_a_binary_table_created_late_is_filled_from_the_stored_vectors(tmp_path:
     store.ensure_vectors(DIMS)
     q = unit_rows(rng, 1)[0]
     assert ids(knn_binary(store.conn, q, k=5, sources=BOTH, model="m")) == ids(exact(store, q, 5))
+
+
+def naive_hamming_pool(store: IndexStore, q: npt.NDArray[np.float32], pool: int) -> list[int]:
+    """The `pool` nearest rowids by sign disagreement, computed from the float vectors directly."""
+    rows: list[Any] = store.conn.execute("SELECT n, embedding FROM chunks ORDER BY n").fetchall()
+    scored = [(int(np.sum((np.frombuffer(blob, dtype="<f4") > 0) != (q > 0))), int(n)) for n, blob in rows]
+    return [n for _d, n in sorted(scored)[:pool]]
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(seed=st.integers(0, 2**32 - 1))
+def test_the_in_memory_coarse_pass_reads_sqlite_vecs_bits_as_sqlite_vec_wrote_them(
+    store: IndexStore, seed: int
+) -> None:
+    rng = np.random.default_rng(seed)
+    if not store.conn.execute("SELECT 1 FROM chunks LIMIT 1").fetchall():
+        fill(store, rng, files=10, per_file=60)
+    q = unit_rows(rng, 1)[0]
+    cache = ExactMatrixCache()
+    pool = coarse_in_memory(cache.bits(store.conn, "m", DIMS), q, k=10, sources=BOTH)
+    assert pool.tolist() == naive_hamming_pool(store, q, RESCORE_MIN)
+
+
+def test_the_in_memory_pass_rescored_finds_the_exact_top_k_on_clustered_vectors(store: IndexStore) -> None:
+    rng = np.random.default_rng(11)
+    centres = unit_rows(rng, 8)
+    for f in range(20):
+        noisy = centres[f % 8] + 0.35 * unit_rows(rng, 100)
+        put(store, f"c{f}.md", noisy / np.linalg.norm(noisy, axis=1, keepdims=True), source=BOTH[f % 2])
+    asked = centres[:5] + 0.2 * unit_rows(rng, 5)  # questions near a topic, as real queries are
+    for q in asked / np.linalg.norm(asked, axis=1, keepdims=True):
+        hits = search_vector(
+            store.conn,
+            q,
+            k=10,
+            sources=BOTH,
+            model="m",
+            vec_available=True,
+            cache=ExactMatrixCache(),
+            total_chunks=EXACT_MAX + 1,
+        )
+        assert hits.backend == "sqlite-vec"
+        assert [h.vector_score for h in hits.hits] == pytest.approx([s for _n, s in exact(store, q, 10)])
+
+
+def test_indexes_above_the_in_memory_cap_use_sqlite_vecs_knn(store: IndexStore) -> None:
+    rng = np.random.default_rng(12)
+    fill(store, rng, files=2, per_file=30)
+    cache = ExactMatrixCache()
+    q = unit_rows(rng, 1)[0]
+    hits = search_vector(
+        store.conn,
+        q,
+        k=5,
+        sources=BOTH,
+        model="m",
+        vec_available=True,
+        cache=cache,
+        total_chunks=BITS_IN_MEMORY_MAX + 1,
+    )
+    assert [h.vector_score for h in hits.hits] == pytest.approx(
+        [s for _n, s in knn_binary(store.conn, q, k=5, sources=BOTH, model="m")]
+    )
+
+
+def test_warming_loads_the_copy_the_next_search_uses(store: IndexStore) -> None:
+    rng = np.random.default_rng(13)
+    fill(store, rng, files=2, per_file=30)
+    cache = ExactMatrixCache()
+    warm_cache(store.conn, cache, model="m", vec_available=True)
+    assert cache.matrix(store.conn, "m", DIMS) is cache.matrix(store.conn, "m", DIMS)  # loaded once, kept
+    put(store, "new.md", unit_rows(rng, 3))  # a write changes the generation: the copy is reloaded
+    before = cache.matrix(store.conn, "m", DIMS)
+    assert before.rowids.size == 63
