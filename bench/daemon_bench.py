@@ -104,7 +104,9 @@ async def change_to_hit(d: Daemon, n: int) -> list[float]:
     lat: list[float] = []
     async with Client(unix_client(d.socket, "main")) as client:
         for i in range(n):
-            token = f"zqx{os.getpid()}k{i}"
+            # Unique per daemon run: the corpus is shared, and a note an earlier run wrote would be indexed
+            # at start-up and found at once (that made hybrid look 10 ms fresh).
+            token = f"zqx{os.getpid()}{time.monotonic_ns()}k{i}"
             t0 = time.perf_counter()
             (d.ws / "memory" / "bench-fresh").mkdir(parents=True, exist_ok=True)
             (d.ws / "memory" / "bench-fresh" / f"{token}.md").write_text(f"fresh note {token}\n")

@@ -20,7 +20,7 @@ import structlog
 from anyio.abc import TaskGroup, TaskStatus
 
 from memoryd import config as config_mod
-from memoryd import paths
+from memoryd import heap, paths
 from memoryd.config import Config
 from memoryd.embeddings.select import ProviderPool
 from memoryd.errors import AccessDeniedError, ConfigError, MemorydError, first_error
@@ -206,6 +206,7 @@ def prepare_workspaces(cfg: Config) -> None:
 
 def run(cfg: Config, *, config_path: Path | None = None, socket_path: Path | None = None) -> int:
     """Blocking entry point for the CLI; adopts the listening socket systemd passed, if it passed one."""
+    heap.limit_arenas()  # before any thread exists: see memoryd.heap
     try:
         prepare_workspaces(cfg)
         listener = inherited_unix_listener()

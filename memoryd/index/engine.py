@@ -24,6 +24,7 @@ import anyio.to_thread
 import orjson
 import structlog
 
+from memoryd import heap
 from memoryd.config import AgentConfig
 from memoryd.embeddings.base import NO_PROVIDER, EmbeddingProvider, Fingerprint, Vectors
 from memoryd.embeddings.batch import BatchEmbedder
@@ -404,6 +405,8 @@ class IndexEngine:
             if self.provider is not None:
                 with contextlib.suppress(MemorydError):
                     await anyio.to_thread.run_sync(self._warm_vectors)
+            if full or counts.indexed or counts.deleted:
+                await anyio.to_thread.run_sync(heap.release_free_memory)
             log.info(
                 "sync done",
                 agent=self.agent.id,
