@@ -82,7 +82,7 @@ class Daemon:
                     data: Any = st.structured_content
                     if data and data["lastSync"] and data["embedding"]["state"] in ("ready", "unavailable", "none"):
                         return
-                except Exception:
+                except Exception:  # not listening yet, or the MCP session is not up: ask again
                     pass
                 await anyio.sleep(0.2)
 

@@ -25,6 +25,7 @@ import httpx
 import numpy as np
 import orjson
 
+from memoryd.credentials import api_key
 from memoryd.embeddings.base import Fingerprint, Vectors, normalize_rows
 from memoryd.errors import (
     ConfigError,
@@ -167,7 +168,7 @@ def error_for_response(
 
 def resolve_api_key(provider_id: str, settings: RemoteSettings, env: Mapping[str, str], names: Sequence[str]) -> str:
     """The configured key, else the first non-empty env var; raises the error auto-selection skips on."""
-    key = settings.api_key.strip() or next((env[n].strip() for n in names if env.get(n, "").strip()), "")
+    key = api_key(settings.api_key, env, names)
     if not key:
         raise EmbeddingAuthError(f"No API key found for provider {provider_id}")
     return key

@@ -219,6 +219,7 @@ class IndexEngine:
         self._readers = ReaderPool(agent.db_path, vec_path=vector.extension_path, vec_enabled=vector.enabled)
         self._sync_lock = anyio.Lock()
         self._vector_cache = ExactMatrixCache()
+        self._vectors_warmed = False  # the in-memory copy is loaded once at start, then after each change
         self._reranker: Reranker | None = None
         self._reranker_error: str | None = None  # why the configured reranker could not be built
         self.state = _State()
@@ -402,10 +403,12 @@ class IndexEngine:
             self.state.pending = max(0, self.state.pending - pending_before)
             with contextlib.suppress(MemorydError):
                 await anyio.to_thread.run_sync(self._remember_sync, report)
-            if self.provider is not None:
+            changed = full or counts.indexed > 0 or counts.deleted > 0
+            if self.provider is not None and (changed or not self._vectors_warmed):
                 with contextlib.suppress(MemorydError):
                     await anyio.to_thread.run_sync(self._warm_vectors)
-            if full or counts.indexed or counts.deleted:
+                    self._vectors_warmed = True
+            if changed:
                 await anyio.to_thread.run_sync(heap.release_free_memory)
             log.info(
                 "sync done",
@@ -422,7 +425,13 @@ class IndexEngine:
     def _warm_vectors(self) -> None:
         """Reload the vector leg's in-memory copy now, not in the next search (0.3 s at 100k chunks)."""
         with self._readers.reader() as (conn, vec):
-            warm_cache(conn, self._vector_cache, model=self.fingerprint.model, vec_available=vec.available)
+            warm_cache(
+                conn,
+                self._vector_cache,
+                model=self.fingerprint.model,
+                vec_available=vec.available,
+                total_chunks=total_chunks(conn),
+            )
 
     def _remember_sync(self, report: SyncReport) -> None:
         """Persist when and how the index was last synced, so status in another process can tell."""

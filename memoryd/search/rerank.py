@@ -28,6 +28,7 @@ import orjson
 import structlog
 
 from memoryd.config import RerankSettings
+from memoryd.credentials import api_key
 from memoryd.errors import ConfigError, MemorydError, RerankError
 from memoryd.search.fuse import Candidate, ranking_key
 
@@ -192,7 +193,7 @@ class HttpReranker:
         if any(name.lower() == "authorization" for name in settings.headers):
             return ""
         names = self._wire.key_env
-        key = settings.api_key.strip() or next((env[n].strip() for n in names if env.get(n, "").strip()), "")
+        key = api_key(settings.api_key, env, names)
         if names and not key:
             raise ConfigError(
                 "query.rerank.api_key", f"no API key for reranker {self._name}: set it or {' or '.join(names)}"

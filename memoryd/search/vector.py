@@ -191,22 +191,18 @@ def search_vector(
     return VectorHits(_candidates(conn, scored), backend)
 
 
-def warm_cache(conn: apsw.Connection, cache: ExactMatrixCache, *, model: str, vec_available: bool) -> None:
-    """Load the in-memory copy the next search of this index will use, so that search does not wait."""
-    total = total_vectors(conn)
+def warm_cache(
+    conn: apsw.Connection, cache: ExactMatrixCache, *, model: str, vec_available: bool, total_chunks: int
+) -> None:
+    """Load the in-memory copy the next search of this index will use, so that search does not wait.
+    `total_chunks` picks the copy as `search_vector` would."""
     dims = schema.vec_dims(conn)
-    if dims is None or total == 0:
+    if dims is None or total_chunks == 0:
         return
-    if total <= EXACT_MAX:
+    if total_chunks <= EXACT_MAX:
         cache.matrix(conn, model, dims)
-    elif total <= BITS_IN_MEMORY_MAX and vec_available and schema.vbit_dims(conn) == dims:
+    elif total_chunks <= BITS_IN_MEMORY_MAX and vec_available and schema.vbit_dims(conn) == dims:
         cache.bits(conn, model, dims)
-
-
-def total_vectors(conn: apsw.Connection) -> int:
-    with translated("counting chunks"):
-        row: Any = conn.execute("SELECT COUNT(*) FROM chunks").fetchone()
-    return int(row[0]) if row else 0
 
 
 def knn_binary(

@@ -301,7 +301,7 @@ def test_warming_loads_the_copy_the_next_search_uses(store: IndexStore) -> None:
     rng = np.random.default_rng(13)
     fill(store, rng, files=2, per_file=30)
     cache = ExactMatrixCache()
-    warm_cache(store.conn, cache, model="m", vec_available=True)
+    warm_cache(store.conn, cache, model="m", vec_available=True, total_chunks=60)
     assert cache.matrix(store.conn, "m", DIMS) is cache.matrix(store.conn, "m", DIMS)  # loaded once, kept
     put(store, "new.md", unit_rows(rng, 3))  # a write changes the generation: the copy is reloaded
     before = cache.matrix(store.conn, "m", DIMS)
