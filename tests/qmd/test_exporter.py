@@ -29,7 +29,7 @@ def test_a_transcript_becomes_markdown_with_a_header_and_masked_secrets(tmp_path
     exporter = SessionExporter(tmp_path / "sessions", tmp_path / "export")
     report = exporter.export()
     text = (tmp_path / "export" / "s1.md").read_text(encoding="utf-8")
-    assert text.startswith("# Session s1\n\nUser: my key is sk-liv")
+    assert text.startswith("# Session s1\n\nUser: my key is sk-l…")
     assert SECRET not in text
     assert text.endswith("Assistant: Booked Lisbon.\n")
     assert report.written == 1

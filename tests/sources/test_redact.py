@@ -1,146 +1,33 @@
-"""Secret redaction (spec §3.6 "Redaction", mask rule §1)."""
+"""Secret redaction: every planted secret is masked wherever it sits; ordinary text is left alone."""
 
 from __future__ import annotations
 
+import random
 import signal
 from collections.abc import Iterator
 from contextlib import contextmanager
 from types import FrameType
-from typing import TypeAlias
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memoryd.sources.redact import mask_token, redact
+from memoryd.sources.redact import find_secrets, mask_token, redact, secret_kinds
+from tests.sources.secret_formats import FAMILIES, TOKENS
 
-Planted: TypeAlias = st.SearchStrategy[tuple[str, str, str]]
-ALNUM = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
-# Text that triggers a redaction pattern. A secret whose body embeds one of these is first masked
-# by the pattern it embeds, which can cut it short for its own pattern (as in OpenClaw), so the
-# generated secrets avoid them.
-TRIGGERS = (
-    "key",
-    "token",
-    "secret",
-    "passw",
-    "--",
-    "authorization",
-    "bearer",
-    "private key",
-    "sk-",
-    "ghp_",
-    "github_pat_",
-    "xox",
-    "xapp-",
-    "gsk_",
-    "aiza",
-    "pplx-",
-    "npm_",
-    "bot",
-)
-# Surrounding prose: every script and symbol but the ones that build secret syntax (= : quotes - _
-# backslash) and the characters masks are made of.
+# Prose around a planted text: any script, but no character that builds secret syntax or token
+# alphabets right at the edge (a letter glued to a token is its own test, in the placements).
 SURROUNDING = st.text(
     st.one_of(
-        st.sampled_from(ALNUM + " \n\t.,;!?()[]{}#@&%/+<>|~^$"),
+        st.sampled_from("abcdefghij klmnop qrstuvwxyz ABC XYZ 0123 .,;!?()[]#&%<>|^\n\t"),
         st.characters(min_codepoint=0xC0, max_codepoint=0x24F),
         st.characters(min_codepoint=0x4E00, max_codepoint=0x4E3F),
         st.characters(min_codepoint=0x1F600, max_codepoint=0x1F64F),
     ),
     max_size=60,
 )
-
-
-def body(alphabet: str, min_size: int, max_size: int = 60) -> st.SearchStrategy[str]:
-    """Secret text from `alphabet`, ending in a letter or digit (so a trailing `\\b` holds)."""
-    return st.builds(
-        lambda middle, last: middle + last,
-        st.text(st.sampled_from(alphabet), min_size=min_size - 1, max_size=max_size),
-        st.sampled_from(ALNUM),
-    ).filter(lambda s: not any(trigger in s.lower() for trigger in TRIGGERS))
-
-
-def planted(head: str | st.SearchStrategy[str], secret: st.SearchStrategy[str], tail: str = "") -> Planted:
-    heads = st.just(head) if isinstance(head, str) else head
-    return st.tuples(heads, secret, st.just(tail))
-
-
-VALUE_CHARS = ALNUM + "!#$%&()+,-./;<=>?@[]^_`{|}~:é日"
-ENV_NAMES = st.builds(
-    lambda prefix, word: prefix + word,
-    st.text(st.sampled_from("ABCXYZ019_"), max_size=8),
-    st.sampled_from(["KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "key", "Api_Key", "token"]),
-)
-ENV_SEPARATORS = st.sampled_from(["=", ":", " = ", ": ", "\t=\t"])
-
-
-@st.composite
-def env_assignment(draw: st.DrawFn) -> tuple[str, str, str]:
-    quote = draw(st.sampled_from(["", '"', "'"]))
-    head = draw(ENV_NAMES) + draw(ENV_SEPARATORS) + quote
-    return head, draw(body(VALUE_CHARS, 1)), quote
-
-
-@st.composite
-def json_field(draw: st.DrawFn) -> tuple[str, str, str]:
-    key = draw(st.sampled_from(["apiKey", "token", "secret", "password", "passwd", "accessToken", "refreshToken"]))
-    return f'"{key}"' + draw(st.sampled_from([": ", ":", " : "])) + '"', draw(body(VALUE_CHARS + " \\", 1)), '"'
-
-
-@st.composite
-def cli_flag(draw: st.DrawFn) -> tuple[str, str, str]:
-    flag = draw(
-        st.sampled_from(
-            ["api-key", "api_key", "apikey", "hook-token", "hook_token", "token", "secret", "password", "passwd"]
-        )
-    )
-    quote = draw(st.sampled_from(["", '"', "'"]))
-    return f"--{flag}" + draw(st.sampled_from([" ", "  ", "\t"])) + quote, draw(body(VALUE_CHARS + "\\", 1)), quote
-
-
-@st.composite
-def pem_block(draw: st.DrawFn) -> tuple[str, str, str]:
-    kind = draw(st.sampled_from(["", "RSA ", "EC ", "OPENSSH "]))
-    separator = draw(st.sampled_from(["\n", " "]))
-    lines = draw(st.lists(body(ALNUM + "+/", 8, 64), min_size=1, max_size=4))
-    return (
-        f"-----BEGIN {kind}PRIVATE KEY-----{separator}",
-        separator.join(lines),
-        f"{separator}-----END {kind}PRIVATE KEY-----",
-    )
-
-
-TOKEN_CHARS = ALNUM + "._-+="
-TELEGRAM_SECRET = st.builds(
-    lambda digits, rest: f"{digits}:{rest}",
-    st.text(st.sampled_from("0123456789"), min_size=6, max_size=12),
-    body(ALNUM + "_-", 20),
-)
-
-# Every secret shape of the default pattern list: (text before, secret, text after).
-PLANTED_SECRET_FORMATS: dict[str, Planted] = {
-    "env": env_assignment(),
-    "json": json_field(),
-    "cli": cli_flag(),
-    "authorization": planted(
-        st.sampled_from(["Authorization: Bearer ", "Authorization=Bearer ", "authorization : bearer  "]),
-        body(TOKEN_CHARS, 1),
-    ),
-    "bearer": planted(st.sampled_from(["Bearer ", "bearer\t"]), body(TOKEN_CHARS, 18)),
-    "pem": pem_block(),
-    "openai": planted("", body(ALNUM + "_-", 8).map(lambda s: "sk-" + s)),
-    "github": planted("", body(ALNUM, 20).map(lambda s: "ghp_" + s)),
-    "github_pat": planted("", body(ALNUM + "_", 20).map(lambda s: "github_pat_" + s)),
-    "slack": planted("", st.builds(lambda kind, s: f"xox{kind}-{s}", st.sampled_from("baprs"), body(ALNUM + "-", 10))),
-    "slack_app": planted("", body(ALNUM + "-", 10).map(lambda s: "xapp-" + s)),
-    "groq": planted("", body(ALNUM + "_-", 10).map(lambda s: "gsk_" + s)),
-    "google": planted("", body(ALNUM + "_-", 20).map(lambda s: "AIza" + s)),
-    "perplexity": planted("", body(ALNUM + "_-", 10).map(lambda s: "pplx-" + s)),
-    "npm": planted("", body(ALNUM, 10).map(lambda s: "npm_" + s)),
-    "telegram_url": planted("https://api.telegram.org/bot", TELEGRAM_SECRET, "/getMe"),
-    "telegram": planted("", TELEGRAM_SECRET),
-}
+WINDOW = 6
+"""No run of this many characters of a secret may survive (the mask keeps at most 4)."""
 
 
 def occurs_outside(text: str, part: str, start: int, end: int) -> bool:
@@ -151,6 +38,133 @@ def occurs_outside(text: str, part: str, start: int, end: int) -> bool:
             return True
         index = text.find(part, index + 1)
     return False
+
+
+def leaked(text: str, out: str, secret: str) -> list[str]:
+    start = text.find(secret)
+    end = start + len(secret)
+    return [
+        secret[i : i + WINDOW]
+        for i in range(max(1, len(secret) - WINDOW + 1))
+        if secret[i : i + WINDOW] in out and not occurs_outside(text, secret[i : i + WINDOW], start, end)
+    ]
+
+
+@pytest.mark.parametrize("family", sorted(FAMILIES))
+@settings(deadline=None, max_examples=40)
+@given(seed=st.integers(0, 2**32), before=SURROUNDING, after=SURROUNDING)
+def test_a_planted_secret_is_masked_wherever_it_sits(family: str, seed: int, before: str, after: str) -> None:
+    # A seeded generator rather than hypothesis' own random: secrets are random, not `aaaa…`.
+    planted = FAMILIES[family](random.Random(seed))
+    text = f"{before} {planted.text} {after}"
+    out = redact(text)
+    for secret in planted.secrets:
+        assert leaked(text, out, secret) == [], (text, out)
+    assert find_secrets(text), text
+
+
+@pytest.mark.parametrize("family", sorted(TOKENS))
+def test_a_provider_token_is_reported_by_kind_without_the_secret(family: str) -> None:
+    token = TOKENS[family](random.Random(3))
+    found = find_secrets(f"please store {token} for later")
+    assert len(found) == 1
+    assert found[0].kind not in ("", "high-entropy-token") or family == "random base64 key"
+    assert token not in repr(found)
+
+
+def test_the_mask_keeps_at_most_four_characters() -> None:
+    assert mask_token("a" * 17) == "***"
+    assert mask_token("abcdefghijklmnopqr") == "abcd…"
+    assert redact("token ghp_" + "A1b2" * 9) == "token ghp_…"
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("OPENAI_API_KEY=sk-abcdefghijklmnopqrstuvwxyz123456", "OPENAI_API_KEY=sk-a…"),
+        ('export GITHUB_TOKEN="ghp_abcdefghijklmnopqrstuvwxyz0123"', 'export GITHUB_TOKEN="ghp_…"'),
+        ("db password: hunter2", "db password: ***"),
+        ('{"apiKey": "abcdefghijklmnopqrstuvwx", "token": "short12"}', '{"apiKey": "abcd…", "token": "***"}'),
+        ("run --api-key abcdefghijklmnopqrstuvwxyz --password 'hunter2'", "run --api-key abcd… --password '***'"),
+        ("Authorization: Bearer abcdefghijklmnopqrstuvwxyz.abc", "Authorization: Bearer abcd…"),
+        ("Authorization: Basic dXNlcjpodW50ZXIy", "Authorization: Basic ***"),
+        ("Authorization: Basic YWRtaW46Y29ycmVjdC1ob3JzZQ==", "Authorization: Basic YWRt…"),
+        (
+            "https://api.telegram.org/bot123456789:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw",
+            "https://api.telegram.org/bot1234…",
+        ),
+        ("postgres://app:s3cret-pw@db:5432/main", "postgres://app:***@db:5432/main"),
+        ("my password is hunter2.", "my password is ***."),
+        ("{'client_secret': 'x9Y8z7W6'}", "{'client_secret': '***'}"),
+        ('{\\"access_token\\": \\"tok123456\\"}', '{\\"access_token\\": \\"***\\"}'),
+        ("<password>hunter22</password>", "<password>***</password>"),
+        ("PGPASSWORD=hunter22 psql", "PGPASSWORD=*** psql"),
+        (
+            "see https://x.example/cb?code=1&access_token=abc123def456&state=2",
+            "see https://x.example/cb?code=1&access_token=***&state=2",
+        ),
+    ],
+)
+def test_each_form_masks_its_secret(text: str, expected: str) -> None:
+    assert redact(text) == expected
+
+
+def test_a_pem_block_keeps_its_begin_and_end_lines() -> None:
+    pem = "-----BEGIN RSA PRIVATE KEY-----\nMIIEabc\ndef\n-----END RSA PRIVATE KEY-----"
+    assert redact(f"before\n{pem}\nafter") == (
+        "before\n-----BEGIN RSA PRIVATE KEY-----\n…redacted…\n-----END RSA PRIVATE KEY-----\nafter"
+    )
+    one_line = "private_key: -----BEGIN RSA PRIVATE KEY----- MIIEpAIBAAKCAQEA7 -----END RSA PRIVATE KEY-----"
+    assert redact(one_line) == "private_key: -----BEGIN RSA PRIVATE KEY----- …redacted… -----END RSA PRIVATE KEY-----"
+
+
+def test_an_unterminated_pem_block_is_masked_up_to_the_prose_after_it() -> None:
+    text = "-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASC\nBKcwggSjAgEAAoIBAQC7\n\nthat is all"
+    assert redact(text) == "-----BEGIN PRIVATE KEY-----\n…redacted…\n\nthat is all"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "We met at 10:30 to discuss the 日本語 notes 😀 and the roadmap.",
+        "commit 3f786850e387550fdab836ed7e6dc881de23001b fixed it",
+        "uuid 123e4567-e89b-12d3-a456-426614174000 and sha256 "
+        "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b4c8a2ab0f4c6b5a6b8e0ef3c",
+        "see /usr/lib/python3.11/site-packages/structlog/processors.py line 42",
+        "install memoryd==0.1.0 or numpy>=1.26.4, python 3.11.7",
+        "def test_a_planted_secret_is_masked_wherever_it_sits(family: str) -> None:",
+        "class AbstractAsyncContextManagerWithCallbacks(Protocol): pass",
+        "password: str | None = None",
+        "token = tokens[index]",
+        "self.password = password",
+        "api_key = os.environ['OPENAI_API_KEY']",
+        "the password is stored in the keychain",
+        "![chart](data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==)",
+        "aGVsbG8gd29ybGQsIHRoaXMgaXMgYmFzZTY0IHRleHQ= decodes to text",
+        "max_tokens: 4096, token_count: 17, PWD=/home/me",
+        "",
+    ],
+)
+def test_ordinary_text_and_code_are_left_alone(text: str) -> None:
+    assert redact(text) == text
+    assert secret_kinds(text) == []
+
+
+def test_the_finder_names_each_kind_once_in_order() -> None:
+    text = "GITHUB_TOKEN=ghp_" + "a1B2" * 9 + " and postgres://u:pw123456@h/db and ghp_" + "c3D4" * 9
+    assert secret_kinds(text) == ["github-token", "url-password"]
+
+
+def test_a_secret_across_openclaws_slice_edge_is_masked() -> None:
+    secret = "sk-" + "q1" * 24
+    text = "x " * 8185 + secret + " y" * 12000
+    assert 16384 - 60 < text.index(secret) < 16384
+    assert secret[5:20] not in redact(text)
+
+
+def test_text_with_non_ascii_characters_keeps_its_positions() -> None:
+    text = "ünïcødé → token ghp_" + "A1b2" * 9 + " ✓ done"
+    assert redact(text) == "ünïcødé → token ghp_… ✓ done"
 
 
 @contextmanager
@@ -169,104 +183,6 @@ def deadline(seconds: int) -> Iterator[None]:
         signal.signal(signal.SIGALRM, previous)
 
 
-@pytest.mark.parametrize("fmt", sorted(PLANTED_SECRET_FORMATS))
-@settings(deadline=None, max_examples=60)
-@given(data=st.data(), before=SURROUNDING, after=SURROUNDING)
-def test_redaction_never_leaks_a_planted_secret(fmt: str, data: st.DataObject, before: str, after: str) -> None:
-    head, secret, tail = data.draw(PLANTED_SECRET_FORMATS[fmt])
-    text = f"{before} {head}{secret}{tail} {after}"
-    start = len(before) + 1 + len(head)
-    end = start + len(secret)
-    out = redact(text)
-    if secret in out:
-        assert occurs_outside(text, secret, start, end)
-    for i in range(len(secret) - 10):
-        window = secret[i : i + 11]
-        if window in out:
-            assert occurs_outside(text, window, start, end), window
-
-
-@pytest.mark.parametrize(
-    ("text", "expected"),
-    [
-        ("OPENAI_API_KEY=sk-abcdefghijklmnopqrstuvwxyz123456", "OPENAI_API_KEY=sk-abc…3456"),
-        ('export GITHUB_TOKEN="ghp_abcdefghijklmnopqrstuvwxyz0123"', 'export GITHUB_TOKEN="ghp_ab…0123"'),
-        ("db password: hunter2", "db password: ***"),
-        ('{"apiKey": "abcdefghijklmnopqrstuvwx", "token": "short"}', '{"apiKey": "abcdef…uvwx", "token": "***"}'),
-        ("run --api-key abcdefghijklmnopqrstuvwxyz --password 'hunter2'", "run --api-key abcdef…wxyz --password '***'"),
-        ("deploy --hook-token abc123", "deploy --hook-token ***"),
-        ("Authorization: Bearer abcdefghijklmnopqrstuvwxyz.abc", "Authorization: Bearer abcdef….abc"),
-        ("Authorization=Bearer short", "Authorization=Bearer ***"),
-        ("use Bearer abcdefghijklmnopqrstuvwxyz please", "use Bearer abcdef…wxyz please"),
-        ("a Bearer tooshorttoken stays", "a Bearer tooshorttoken stays"),
-        ("xoxb-1234567890-abcdefghij and npm_abcdefghij", "xoxb-1…ghij and ***"),
-        ("AIzaSyA1234567890abcdefghijklmn", "AIzaSy…klmn"),
-        (
-            "https://api.telegram.org/bot123456789:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw/getMe",
-            "https://api.telegram.org/bot123456…Dsaw/getMe",
-        ),
-        ("123456789:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw", "123456…Dsaw"),
-        ("nothing to see here: 10:30, sk-short", "nothing to see here: 10:30, sk-short"),
-    ],
-)
-def test_each_pattern_masks_its_secret(text: str, expected: str) -> None:
-    assert redact(text) == expected
-
-
-def test_the_mask_keeps_six_and_four_characters_from_eighteen_on() -> None:
-    assert mask_token("a" * 17) == "***"
-    assert mask_token("abcdefghijklmnopqr") == "abcdef…opqr"
-    assert mask_token("***") == "***"
-
-
-def test_patterns_ignore_case() -> None:
-    assert redact("Api_Key = 'abcdefghijklmnopqrstuvwx'") == "Api_Key = 'abcdef…uvwx'"
-    assert redact("SK-ABCDEFGHIJ") == "***"
-
-
-def test_a_multiline_pem_block_keeps_its_first_and_last_lines() -> None:
-    pem = "-----BEGIN RSA PRIVATE KEY-----\nMIIEabc\ndef\n-----END RSA PRIVATE KEY-----"
-    assert redact(f"before\n{pem}\nafter") == (
-        "before\n-----BEGIN RSA PRIVATE KEY-----\n…redacted…\n-----END RSA PRIVATE KEY-----\nafter"
-    )
-
-
-def test_a_pem_block_given_as_a_key_value_is_masked_whole() -> None:
-    # OpenClaw masks `-----BEGIN` as the ENV value first and then leaks the body.
-    text = "private_key: -----BEGIN RSA PRIVATE KEY----- MIIEpAIBAAKCAQEA7 -----END RSA PRIVATE KEY-----"
-    assert redact(text) == "private_key: ***"
-
-
-def test_a_one_line_pem_block_is_masked_whole() -> None:
-    assert redact("x -----BEGIN PRIVATE KEY----- MIIEabc -----END PRIVATE KEY----- y") == "x *** y"
-
-
-def test_a_pem_block_without_an_end_is_left_alone() -> None:
-    assert redact("-----BEGIN PRIVATE KEY----- MIIEabc") == "-----BEGIN PRIVATE KEY----- MIIEabc"
-
-
-def test_a_secret_across_openclaws_slice_edge_is_masked() -> None:
-    secret = "sk-" + "q" * 40
-    text = "x " * 8185 + secret + " y" * 12000
-    assert 16384 - 20 < text.index(secret) < 16384
-    assert secret not in redact(text)
-
-
-def test_an_unterminated_quote_still_masks_the_value() -> None:
-    assert redact("API_KEY='abcdefghijklmnopqrstuvw") == "API_KEY='abcdef…tuvw"
-    assert redact('--token "abcdefghijklmnopqrstuvw') == '--token "abcdef…tuvw'
-
-
-def test_the_secret_is_masked_where_it_matched() -> None:
-    assert redact("TOKEN=TOKENabcdefghijklmnopqrstu") == "TOKEN=TOKENa…rstu"
-
-
-def test_text_without_secrets_is_returned_unchanged() -> None:
-    text = "We met at 10:30 to discuss the 日本語 notes 😀 and the roadmap."
-    assert redact(text) == text
-    assert redact("") == ""
-
-
 ADVERSARIAL_UNIT = [
     "-----BEGIN PRIVATE KEY-----",
     "-----BEGIN PRIVATE KEY----- x -----END A A A A ",
@@ -276,9 +192,13 @@ ADVERSARIAL_UNIT = [
     "sk-",
     "1234567:",
     "--token '",
+    "password is ",
     "KEY='",
     "Authorization: Bearer ",
+    "postgres://a:",
+    "api_key" * 10 + "=",
     "x=KEY: 'a sk-a ghp_ bot1234567:a -----BEGIN PRIVATE KEY----- ",
+    "aB3" * 30 + " ",
 ]
 
 
@@ -295,10 +215,11 @@ def test_a_megabyte_of_adversarial_text_is_redacted_in_linear_time(unit: str) ->
     [
         "KEY" + " " * 1_000_000,
         "a" * 1_000_000 + "KEY",
-        "ghp_" + "a" * 1_000_000 + "_",
+        "ghp_" + "." * 1_000_000 + "_",
         "1" * 1_000_000,
-        "1234567:" + "-" * 1_000_000,
+        "1234567:" + "." * 1_000_000,
         "-----BEGIN " + "A " * 500_000 + "PRIVATE KEY-----",
+        "password" + " " * 1_000_000 + "is",
     ],
 )
 def test_a_megabyte_long_near_miss_is_left_alone_in_linear_time(text: str) -> None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
+import random
 import shutil
 import stat
 import subprocess
@@ -33,6 +34,7 @@ from memoryd.server.client import request_sync, unix_client
 from memoryd.sources.readfile import read_memory_file
 from tests.conftest import transcript_line, write
 from tests.integration.daemon_fixture import Daemon
+from tests.sources.secret_formats import FAMILIES
 from tests.survival.conftest import DaemonFactory, query
 from tests.survival.test_fuzz import Line
 
@@ -456,12 +458,29 @@ def planted_secrets() -> dict[str, tuple[str, str]]:
         "Telegram URL": (f"https://api.telegram.org/bot987654321:{s['tgurl']}/getMe", s["tgurl"]),
     }
     out.update({f"{prefix} token": (f"my key is {token} ok", token) for prefix, token in prefixed.items()})
+    out.update(issue_13_families())
+    return out
+
+
+def issue_13_families() -> dict[str, tuple[str, str]]:
+    """One planted text per family of tests/sources/secret_formats.py (provider tokens glued, quoted
+    and in JSON; PEM split, escaped and unterminated; PGP; URL passwords; Authorization headers;
+    passwords in prose; values under secret keys; AWS key id + secret), each secret at least 8
+    characters so its fragments can be looked for in the database."""
+    rng = random.Random(uuid.uuid4().int)
+    out: dict[str, tuple[str, str]] = {}
+    for family, make in FAMILIES.items():
+        planted = make(rng)
+        for index, secret in enumerate(planted.secrets):
+            out[f"{family} #{index}"] = (planted.text, secret)
     return out
 
 
 def fragments(secret: str) -> list[str]:
-    """Pieces of a secret that must never be stored: the part a mask hides, and the whole."""
-    return [secret, secret[6:-4]]
+    """Pieces of a secret that must never be stored: the whole, and what a mask hides (all but the
+    first 4 characters; pieces of 8 so that a secret cut by a tokenizer is still found)."""
+    hidden = secret[4:]
+    return [secret, *(hidden[i : i + 8] for i in range(0, len(hidden) - 7, 4))]
 
 
 def files_bytes(directory: Path) -> bytes:
