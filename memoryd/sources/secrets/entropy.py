@@ -30,6 +30,9 @@ MIN_ENTROPY = 3.7
 MIN_SWITCH_RATE = 0.3
 """Share of neighbouring characters of different classes (upper, lower, digit, symbol)."""
 
+MAX_WORD_SHARE = 0.5
+"""A token at least this much made of words (a capital and 3+ lower-case letters) is a name."""
+_WORDISH = re.compile(r"[A-Z]?[a-z]{3,}", re.ASCII)
 _CANDIDATE = re.compile(r"(?<![A-Za-z0-9+/_\-])[A-Za-z0-9+/_\-]{24,}={0,3}", re.ASCII)
 _HEX = re.compile(r"[0-9a-fA-F\-]+", re.ASCII)
 _DATA_URI = re.compile(r"base64,\s*$", re.ASCII)
@@ -90,6 +93,8 @@ def looks_random(token: str) -> bool:
         return False
     if shannon(core) < MIN_ENTROPY or switch_rate(core) < MIN_SWITCH_RATE:
         return False
+    if sum(len(w) for w in _WORDISH.findall(core)) >= MAX_WORD_SHARE * len(core):
+        return False  # CamelCase, snake_case, kebab-case or a path: words, not noise
     return not _decodes_to_data(token)
 
 
