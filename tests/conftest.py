@@ -7,9 +7,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, settings
 
 from memoryd import config as config_mod
 from memoryd.config import AgentConfig
+
+# Property tests check results, not speed: hypothesis' default 200 ms deadline per example and its
+# "too slow" health check fail on a loaded CI machine (2 cores shared by several runs) for no fault of the code.
+settings.register_profile("memoryd", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("memoryd")
 
 
 @pytest.fixture

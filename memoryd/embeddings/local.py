@@ -17,7 +17,8 @@ so a search during a big sync never queues behind the sync's batches.
 
 Speed (bench/local_model.py): when the `onnx` package is importable the model is rewritten once
 into a dynamically quantised graph (models.quantized_model): ~1.5x the chunks/s, a third less
-memory, every vector within cosine 0.99 of the stored model's. Dynamic quantisation picks one
+memory, every vector within cosine 0.99 of the stored model's (0.989 on an AVX2-only EPYC, whose
+int8 kernels are less precise; the top results stay the same). Dynamic quantisation picks one
 activation scale per run, so texts sharing a run would colour each other's vectors; a quantised
 model therefore gets one text per run (no padding at all), which also measured fastest for
 256-token chunks. Unquantised models get runs of texts sorted by length and padded to the

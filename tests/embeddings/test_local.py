@@ -108,8 +108,8 @@ async def test_a_text_gets_the_same_vector_whatever_it_is_embedded_with(provider
     alone = await provider.embed_query(NOTES[0])
     first = await provider.embed_documents([NOTES[0], *MIXED])
     last = await provider.embed_documents([*MIXED[:3], NOTES[0]])
-    np.testing.assert_allclose(first[0], alone[0], atol=1e-6)
-    np.testing.assert_allclose(last[-1], alone[0], atol=1e-6)
+    np.testing.assert_allclose(first[0], alone[0], atol=VECTOR_ROUNDING)
+    np.testing.assert_allclose(last[-1], alone[0], atol=VECTOR_ROUNDING)
 
 
 @pytest.mark.anyio
@@ -124,7 +124,7 @@ async def test_a_batch_equals_embedding_one_text_at_a_time(provider: LocalEmbedd
 async def test_blank_texts_get_zero_rows_and_leave_the_others_alone(provider: LocalEmbeddingProvider) -> None:
     vectors = await provider.embed_documents(["", NOTES[0], "   \n"])
     assert not vectors[0].any() and not vectors[2].any()
-    np.testing.assert_allclose(vectors[1], (await provider.embed_query(NOTES[0]))[0], atol=1e-6)
+    np.testing.assert_allclose(vectors[1], (await provider.embed_query(NOTES[0]))[0], atol=VECTOR_ROUNDING)
     assert not (await provider.embed_query("")).any()
     assert (await provider.embed_documents([])).shape == (0, 384)
 
@@ -137,17 +137,47 @@ async def test_the_model_reads_256_tokens_not_the_tokenizer_files_128(provider: 
     assert np.abs(vectors[0] - vectors[1]).max() > 1e-3
     long_filler = "note " * 300
     past_the_end = await provider.embed_documents([long_filler + "a golden retriever", long_filler + "a tax return"])
-    np.testing.assert_array_equal(past_the_end[0], past_the_end[1])
+    np.testing.assert_allclose(past_the_end[0], past_the_end[1], atol=VECTOR_ROUNDING)
     assert provider.max_input_tokens == 256
 
 
+QUESTIONS = {
+    # One question per note, none sharing a word with the note it asks about (a paraphrase, as people ask).
+    PET_QUESTION: 0,
+    "when is the meeting about money and spending": 1,
+    "which typeface does my code editor use": 2,
+    "vehicle policy expiry": 3,
+    "how often must the bread culture be fed": 4,
+    "what time is my plane to Portugal": 5,
+    "when does my grandmother celebrate": 6,
+    "when are my pictures copied for safety": 7,
+}
+QUANTISED_SCORE_DRIFT = 0.08
+"""How far int8 may move a question-note cosine: three times the 0.024 measured on an AMD EPYC with AVX2
+only (no VNNI: onnxruntime's least precise int8 kernels on x86-64). Each answer leads its runner-up by 0.16 or more."""
+VECTOR_ROUNDING = 1e-5
+"""Float rounding between runs of different shapes. Measured 0 here, but kernels differ between CPUs; a
+neighbour that coloured a vector (what these tests catch) moves it by 1e-3 or more."""
+
+
 @pytest.mark.anyio
-async def test_the_quantised_model_agrees_with_the_stored_one(
+async def test_the_quantised_model_finds_what_the_stored_one_finds(
     quantized: LocalEmbeddingProvider, as_stored: LocalEmbeddingProvider
 ) -> None:
+    # What matters is search, not the last digit of a cosine: int8 kernels differ between CPUs
+    # (min vector cosine to the stored model 0.9899 on an AVX2-only EPYC, above 0.99 elsewhere).
+    notes = {"int8": await quantized.embed_documents(NOTES), "stored": await as_stored.embed_documents(NOTES)}
+    for question, answer in QUESTIONS.items():
+        scores = {
+            "int8": notes["int8"] @ (await quantized.embed_query(question))[0],
+            "stored": notes["stored"] @ (await as_stored.embed_query(question))[0],
+        }
+        for name, row in scores.items():
+            assert int(np.argmax(row)) == answer, (name, question, row)
+        assert np.abs(scores["int8"] - scores["stored"]).max() <= QUANTISED_SCORE_DRIFT, question
     texts = NOTES + MIXED[:4]
     cosines = np.sum(await quantized.embed_documents(texts) * await as_stored.embed_documents(texts), axis=1)
-    assert cosines.min() >= 0.99
+    assert cosines.min() >= 0.97  # the same vector space: 0.9899 at worst measured; different texts score < 0.22
 
 
 @pytest.mark.anyio
@@ -262,7 +292,7 @@ async def test_a_closed_provider_loads_again_when_used(tmp_path: Path) -> None:
     first = await provider.embed_query(NOTES[0])
     await provider.aclose()
     assert state_of(provider) is LoadState.IDLE
-    np.testing.assert_array_equal(await provider.embed_query(NOTES[0]), first)
+    np.testing.assert_allclose(await provider.embed_query(NOTES[0]), first, atol=VECTOR_ROUNDING)
     assert state_of(provider) is LoadState.READY
     await provider.aclose()
 

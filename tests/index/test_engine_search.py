@@ -11,6 +11,7 @@ import pytest
 from memoryd.index.engine import IndexEngine
 from tests.conftest import AgentFactory, transcript_line, write
 from tests.fakes.hash_embedder import HashEmbedder
+from tests.search.ranking import assert_same_ranking
 
 pytestmark = pytest.mark.anyio
 
@@ -86,8 +87,11 @@ async def test_large_indexes_use_sqlite_vec_knn_with_the_same_answer(
     monkeypatch.setattr("memoryd.search.vector.EXACT_MAX", 0)
     knn = await hybrid.search("golden retriever Biscuit", mode="vector", min_score=0)
     assert knn.vector_backend == "sqlite-vec"
-    assert [(r.path, r.start_line) for r in knn.results] == [(r.path, r.start_line) for r in exact.results]
-    assert [r.score for r in knn.results] == pytest.approx([r.score for r in exact.results], abs=1e-6)
+    assert_same_ranking(
+        [((r.path, r.start_line), r.score) for r in knn.results],
+        [((r.path, r.start_line), r.score) for r in exact.results],
+        len(exact.results),
+    )
 
 
 async def test_auto_runs_keyword_only_without_a_provider(keyword: IndexEngine) -> None:
