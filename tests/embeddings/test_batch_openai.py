@@ -207,9 +207,10 @@ async def test_a_job_that_never_ends_times_out_and_is_cancelled(
     provider: OpenAIProvider, server: OpenAIBatchFake
 ) -> None:
     server.lifecycle = ("validating", "in_progress")
-    batch = BatchEmbedder(BatchSettings(enabled=True, poll_interval_ms=1), policy=FAST, timeout_s=0.05)
+    # Long enough for the second poll (in_progress) on a loaded machine: ~5 ms apart here, 0.05 s was not always enough.
+    batch = BatchEmbedder(BatchSettings(enabled=True, poll_interval_ms=1), policy=FAST, timeout_s=0.5)
     message = await failure(batch, provider)
-    assert "timed out after 0.05 s (last state in_progress)" in message
+    assert "timed out after 0.5 s (last state in_progress)" in message
     assert sorted(server.cancelled) == sorted(job.job_id for job in server.jobs)
     assert len(server.jobs) == 2  # the timeout is retried once
     assert all(server.polls[job.job_id] >= 1 for job in server.jobs)
