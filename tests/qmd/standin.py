@@ -128,6 +128,12 @@ else:
 """
 
 
+HANG_TIMEOUT_MS = 2000
+"""A timeout for a hanging call whose traces the test reads afterwards (its call record, its stderr, its
+child): the stand-in is a Python interpreter that must start first, 250-580 ms measured on 2 cores at a
+load of 7.7 (200-300 ms timeouts then killed it before it had written anything)."""
+
+
 @dataclass
 class StandIn:
     """Handle on one stand-in executable: its path, its behaviour file and its call log."""

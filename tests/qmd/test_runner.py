@@ -11,7 +11,7 @@ import pytest
 
 from memoryd.qmd.errors import QmdCommandError, QmdTimeoutError, QmdUnavailableError
 from memoryd.qmd.runner import QmdRunner, qmd_environment, split_command
-from tests.qmd.standin import StandIn, wait_gone, wait_running
+from tests.qmd.standin import HANG_TIMEOUT_MS, StandIn, wait_gone, wait_running
 
 pytestmark = pytest.mark.anyio
 
@@ -79,8 +79,8 @@ async def test_a_file_that_is_not_executable_is_unavailable(tmp_path: Path) -> N
 
 async def test_a_hanging_call_is_killed_at_its_deadline_with_its_children(standin: StandIn, tmp_path: Path) -> None:
     standin.fail("embed", hang=True, child=True)
-    with anyio.fail_after(10), pytest.raises(QmdTimeoutError, match="timed out after 300 ms") as caught:
-        await runner_for(standin, tmp_path).run(["embed"], timeout_s=0.3)
+    with anyio.fail_after(10), pytest.raises(QmdTimeoutError, match=f"timed out after {HANG_TIMEOUT_MS} ms") as caught:
+        await runner_for(standin, tmp_path).run(["embed"], timeout_s=HANG_TIMEOUT_MS / 1000)
     assert "loading model" in str(caught.value)  # what it was doing when it was stopped
     (call,) = standin.calls("embed")
     await wait_gone(call["pid"])
@@ -90,7 +90,7 @@ async def test_a_hanging_call_is_killed_at_its_deadline_with_its_children(standi
 async def test_a_writer_gets_a_grace_period_before_it_is_killed(standin: StandIn, tmp_path: Path) -> None:
     standin.fail("update", hang=True)
     with anyio.fail_after(10), pytest.raises(QmdTimeoutError):
-        await runner_for(standin, tmp_path).run(["update"], timeout_s=0.2, kill_grace_s=0.5)
+        await runner_for(standin, tmp_path).run(["update"], timeout_s=HANG_TIMEOUT_MS / 1000, kill_grace_s=0.5)
     await wait_gone(standin.calls("update")[0]["pid"])
 
 

@@ -18,7 +18,7 @@ from memoryd.qmd.runner import QmdRunner, qmd_environment
 from memoryd.qmd.settings import QmdSettings, QmdUpdateSettings, SearchMode
 from memoryd.qmd.updates import EMBED_BACKOFF_BASE_S, EmbedGate, QmdUpdater
 from tests.conftest import transcript_line, write
-from tests.qmd.standin import StandIn
+from tests.qmd.standin import HANG_TIMEOUT_MS, StandIn
 
 pytestmark = pytest.mark.anyio
 
@@ -96,7 +96,7 @@ async def test_a_non_forced_update_within_the_debounce_is_skipped(standin: Stand
 
 async def test_a_boot_update_retries_timeouts_twice_then_fails(standin: StandIn, tmp_path: Path) -> None:
     standin.fail("update", hang=True)
-    async with running(standin, tmp_path, update_timeout_ms=200) as updater:
+    async with running(standin, tmp_path, update_timeout_ms=HANG_TIMEOUT_MS) as updater:
         with pytest.raises(QmdTimeoutError):
             await updater.update("boot", force=True)
         assert updater.dirty and "timed out" in (updater.state.last_update_error or "")
@@ -135,7 +135,7 @@ async def test_embed_runs_only_with_vectors_and_backs_off_after_a_failure(standi
     assert standin.calls("embed") == []
 
     standin.fail("embed", hang=True)
-    async with running(standin, tmp_path, mode="query", clock=clock, embed_timeout_ms=200) as updater:
+    async with running(standin, tmp_path, mode="query", clock=clock, embed_timeout_ms=HANG_TIMEOUT_MS) as updater:
         run = await updater.update("boot", force=True)  # an embed failure never fails the update
         assert run.error is None and updater.state.embed_failures == 1
         assert updater.state.embed_backoff_until == clock.now + EMBED_BACKOFF_BASE_S
