@@ -126,7 +126,9 @@ async def test_every_search_failure_is_a_qmd_error(
     standin: StandIn, agent: AgentConfig, tmp_path: Path, rule: dict[str, Any], error: type[Exception]
 ) -> None:
     standin.fail("search", **rule)
-    qmd = settings(standin, limits=QmdLimitsSettings(timeout_ms=300))
+    # A hang needs a short deadline; the others must finish before theirs, stand-in start-up included
+    # (up to a second on a loaded machine: 300 ms turned them into timeouts).
+    qmd = settings(standin, limits=QmdLimitsSettings(timeout_ms=300 if rule.get("hang") else 30_000))
     async with opened(agent, qmd, tmp_path) as backend:
         with pytest.raises(error):
             await backend.search("biscuit")
