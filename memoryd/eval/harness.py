@@ -1,6 +1,7 @@
 """LoCoMo through memoryd's real pipeline: write workspaces, index them, ask every question, score.
 
-Indexes are built exactly as the daemon builds them (default settings, `IndexEngine.sync`), one per
+Indexes are built exactly as the daemon builds them (default settings, `IndexEngine.sync`) and searched
+through the engine's `Searcher` as the daemon searches them, one per
 conversation or one pooled index of all of them; every question is asked with min_score 0 and
 the top 10 kept, and the latency of each search is measured around the engine call.
 """
@@ -35,6 +36,7 @@ from memoryd.eval.metrics import (
 )
 from memoryd.index.engine import IndexEngine, Progress, ProgressFn
 from memoryd.search.pipeline import Mode
+from memoryd.search.request import SearchRequest
 from memoryd.store.db import connect, translated
 
 TOP_K = 10
@@ -48,7 +50,7 @@ def searcher(mode: Mode) -> SearchFn:
     """The one place the harness picks a search mode (hybrid and vector need the engine's provider)."""
 
     async def search(engine: IndexEngine, query: str) -> list[Span]:
-        resp = await engine.search(query, max_results=TOP_K, min_score=MIN_SCORE, mode=mode)
+        resp = await engine.searcher.search(SearchRequest(query, max_results=TOP_K, min_score=MIN_SCORE, mode=mode))
         if resp.mode != mode:
             reason = (resp.fallback or {}).get("reason", "unknown")
             raise MemorydError(f"{mode} search did not run ({resp.mode} ran instead): {reason}")

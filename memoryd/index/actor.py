@@ -25,11 +25,14 @@ from memoryd.config import AgentConfig
 from memoryd.embeddings.base import EmbeddingProvider
 from memoryd.embeddings.select import Selection
 from memoryd.errors import DaemonError, MemorydError
-from memoryd.index.engine import IndexEngine, SearchResponse, SyncReport, iso
+from memoryd.index.engine import IndexEngine
 from memoryd.index.sessions import SessionDeltaTracker
+from memoryd.index.state import SyncReport
+from memoryd.isotime import iso
 from memoryd.qmd.backend import QmdBackend
 from memoryd.qmd.fallback import FallbackSearcher
 from memoryd.qmd.updates import EmbedGate
+from memoryd.search.request import SearchRequest, SearchResponse
 from memoryd.sources.discovery import list_session_files
 from memoryd.sources.readfile import FileSlice
 
@@ -323,23 +326,15 @@ class AgentIndex:
         wait_fresh_ms: int | None,
     ) -> SearchResponse:
         """Search through QMD when it is the agent's backend (it falls back to the builtin index itself)."""
-        if self.qmd is not None:
-            return await self.qmd.search(
-                query, max_results=max_results, min_score=min_score, corpus=corpus, wait_fresh_ms=wait_fresh_ms
-            )
-        return await self._builtin_search(
+        request = SearchRequest(
             query, max_results=max_results, min_score=min_score, corpus=corpus, wait_fresh_ms=wait_fresh_ms
         )
+        if self.qmd is not None:
+            return await self.qmd.search(request)
+        return await self._builtin_search(request)
 
-    async def _builtin_search(
-        self,
-        query: str,
-        *,
-        max_results: int | None,
-        min_score: float | None,
-        corpus: str,
-        wait_fresh_ms: int | None,
-    ) -> SearchResponse:
+    async def _builtin_search(self, request: SearchRequest) -> SearchResponse:
+        wait_fresh_ms = request.wait_fresh_ms
         if not self._first_sync.is_set() and await self.engine.is_empty():
             with anyio.move_on_after(BOOTSTRAP_WAIT_S):
                 await self._first_sync.wait()  # bootstrap: nothing to answer from yet
@@ -351,7 +346,7 @@ class AgentIndex:
                     await self._synced.wait()
         elif self._stale() and self.settings.sync.on_search and not self._syncing:
             self._post(_SyncJob("search"))
-        return await self.engine.search(query, max_results=max_results, min_score=min_score, corpus=corpus)
+        return await self.engine.searcher.search(request)
 
     def _stale(self) -> bool:
         state = self.engine.state
@@ -392,18 +387,8 @@ class _BuiltinView:
     def __init__(self, actor: AgentIndex) -> None:
         self._actor = actor
 
-    async def search(
-        self,
-        query: str,
-        *,
-        max_results: int | None,
-        min_score: float | None,
-        corpus: str,
-        wait_fresh_ms: int | None,
-    ) -> SearchResponse:
-        return await self._actor._builtin_search(
-            query, max_results=max_results, min_score=min_score, corpus=corpus, wait_fresh_ms=wait_fresh_ms
-        )
+    async def search(self, request: SearchRequest) -> SearchResponse:
+        return await self._actor._builtin_search(request)
 
     async def status(self) -> dict[str, object]:
         return await self._actor._builtin_status()

@@ -25,7 +25,7 @@ import structlog
 from anyio.abc import TaskStatus
 
 from memoryd.config import AgentConfig
-from memoryd.index.engine import SearchResponse, corpus_sources, iso
+from memoryd.isotime import iso
 from memoryd.qmd.collections import CollectionManager, ManagedCollection, plan_collections
 from memoryd.qmd.errors import QmdCommandError, QmdError, QmdOutputError
 from memoryd.qmd.exporter import ExportedSession, SessionExporter
@@ -42,6 +42,7 @@ from memoryd.qmd.results import ResultLimits, ResultMapper
 from memoryd.qmd.runner import QmdRunner, qmd_environment, split_command
 from memoryd.qmd.settings import QmdSettings, SearchMode
 from memoryd.qmd.updates import EmbedGate, QmdUpdater, UpdateRun
+from memoryd.search.request import SearchRequest, SearchResponse, corpus_sources
 
 log = structlog.get_logger(__name__)
 
@@ -266,27 +267,22 @@ class QmdBackend:
             "dirty": updater.dirty,
         }
 
-    async def search(
-        self,
-        query: str,
-        *,
-        max_results: int | None = None,
-        min_score: float | None = None,
-        corpus: str = "all",
-        wait_fresh_ms: int | None = None,
-    ) -> SearchResponse:
-        """Search the agent's collections through `qmd <mode> --json`; raise QmdError on any failure."""
-        q = query.strip()
+    async def search(self, request: SearchRequest) -> SearchResponse:
+        """Search the agent's collections through `qmd <mode> --json`; raise QmdError on any failure.
+
+        QMD searches in its own configured mode: `request.mode` is the builtin index's business."""
+        q = request.query.strip()
         limits = self.settings.limits
+        max_results, min_score = request.max_results, request.min_score
         limit = min(limits.max_results, max_results) if max_results is not None else limits.max_results
-        targets = self.collections_for(corpus)
+        targets = self.collections_for(request.corpus)
         mode: SearchMode = self.settings.search_mode
         results = []
         if q and targets and limit > 0:
             updater = self.updater
             if updater.dirty and self.agent.settings.sync.on_search:
                 updater.request("search")
-            await self._wait_for_update(wait_fresh_ms)
+            await self._wait_for_update(request.wait_fresh_ms)
             hits, mode = await self._query(q, limit, targets)
             bounds = ResultLimits(limit, limits.max_snippet_chars, limits.max_injected_chars, min_score or 0.0)
             results = await anyio.to_thread.run_sync(self.mapper.map, hits, bounds)

@@ -22,28 +22,18 @@ import anyio
 import structlog
 from anyio.abc import TaskStatus
 
-from memoryd.index.engine import SearchResponse
 from memoryd.qmd.backend import QmdBackend
 from memoryd.qmd.errors import QmdError
 from memoryd.qmd.updates import UpdateRun
+from memoryd.search.request import Answers, SearchRequest, SearchResponse
 
 log = structlog.get_logger(__name__)
 
 STARTING = "QMD is starting"
 
 
-class Searcher(Protocol):
-    """What the fallback needs from the builtin index: AgentIndex's `search` and `status`."""
-
-    async def search(
-        self,
-        query: str,
-        *,
-        max_results: int | None,
-        min_score: float | None,
-        corpus: str,
-        wait_fresh_ms: int | None,
-    ) -> SearchResponse: ...
+class Builtin(Answers, Protocol):
+    """What the fallback needs from the builtin index: it answers searches and reports its status."""
 
     async def status(self) -> dict[str, object]: ...
 
@@ -54,7 +44,7 @@ BackendFactory = Callable[[], QmdBackend]
 class FallbackSearcher:
     """QMD first, the builtin index when QMD fails; run `run()` in the agent's task group."""
 
-    def __init__(self, make_backend: BackendFactory, builtin: Searcher, *, retry_s: float, retry_max_s: float) -> None:
+    def __init__(self, make_backend: BackendFactory, builtin: Builtin, *, retry_s: float, retry_max_s: float) -> None:
         self._make_backend = make_backend
         self.builtin = builtin
         self.retry_s = retry_s
@@ -131,29 +121,17 @@ class FallbackSearcher:
 
     # ------------------------------------------------------------------ queries
 
-    async def search(
-        self,
-        query: str,
-        *,
-        max_results: int | None,
-        min_score: float | None,
-        corpus: str,
-        wait_fresh_ms: int | None,
-    ) -> SearchResponse:
+    async def search(self, request: SearchRequest) -> SearchResponse:
         backend = self.active
         if backend is not None and not backend.failed.is_set():
             try:
-                return await backend.search(
-                    query, max_results=max_results, min_score=min_score, corpus=corpus, wait_fresh_ms=wait_fresh_ms
-                )
+                return await backend.search(request)
             except QmdError as exc:
                 reason = str(exc)  # names the command: "qmd search failed (exit 1): …"
                 backend.mark_failed(reason)
                 if self.active is backend:
                     self.active, self.reason = None, reason
-        response = await self.builtin.search(
-            query, max_results=max_results, min_score=min_score, corpus=corpus, wait_fresh_ms=wait_fresh_ms
-        )
+        response = await self.builtin.search(request)
         return dataclasses.replace(response, fallback={"from": "qmd", "reason": self.reason or STARTING})
 
     def _fallback_info(self) -> dict[str, object]:

@@ -213,12 +213,12 @@ async def test_queries_in_every_script_find_their_note_without_embeddings(
 
 
 async def test_the_openclaw_fts_path_is_still_reachable(keyword: IndexEngine) -> None:
-    relaxed = keyword.settings
-    keyword.settings = dataclasses.replace(
+    relaxed = keyword.searcher.settings
+    keyword.searcher.settings = dataclasses.replace(
         relaxed, query=dataclasses.replace(relaxed.query, keyword_strategy="openclaw")
     )
     # OpenClaw's FTS-only path never empties its answer for a partial match (relaxed floor 0).
     resp = await keyword.search("tomatoes zxqv", min_score=0.99)
     assert [r.path for r in resp.results] == ["memory/garden.md"]
-    keyword.settings = relaxed
+    keyword.searcher.settings = relaxed
     assert (await keyword.search("tomatoes zxqv", min_score=0.99)).results == []

@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 
 from memoryd.config import AgentConfig
-from memoryd.index.engine import IndexEngine, SearchResponse
+from memoryd.index.engine import IndexEngine
+from memoryd.search.request import SearchRequest, SearchResponse
 from tests.conftest import AgentFactory
 from tests.qmd.standin import StandIn, make_standin
 
@@ -58,17 +59,9 @@ class EngineSearcher:
         self.engine = engine
         self.searches = 0
 
-    async def search(
-        self,
-        query: str,
-        *,
-        max_results: int | None,
-        min_score: float | None,
-        corpus: str,
-        wait_fresh_ms: int | None,
-    ) -> SearchResponse:
+    async def search(self, request: SearchRequest) -> SearchResponse:
         self.searches += 1
-        return await self.engine.search(query, max_results=max_results, min_score=min_score, corpus=corpus)
+        return await self.engine.searcher.search(request)
 
     async def status(self) -> dict[str, object]:
         return self.engine.status()

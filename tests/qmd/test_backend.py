@@ -14,6 +14,7 @@ from memoryd.config import AgentConfig
 from memoryd.qmd.backend import QmdBackend
 from memoryd.qmd.errors import QmdCommandError, QmdOutputError, QmdTimeoutError, QmdUnavailableError
 from memoryd.qmd.settings import QmdLimitsSettings, QmdSessionSettings, QmdSettings, QmdUpdateSettings
+from memoryd.search.request import SearchRequest
 from tests.conftest import AgentFactory
 from tests.qmd.standin import StandIn, environment_without_qmd
 
@@ -86,7 +87,7 @@ async def test_search_maps_hits_per_source_in_one_process_each(
 ) -> None:
     standin.set(hits=HITS)
     async with opened(agent, settings(standin), tmp_path) as backend:
-        resp = await backend.search("biscuit lisbon postgres")
+        resp = await backend.search(SearchRequest("biscuit lisbon postgres"))
     assert [(r.path, r.start_line, r.end_line, r.source) for r in resp.results] == [
         ("MEMORY.md", 3, 3, "memory"),
         ("sessions/s1.jsonl", 2, 4, "sessions"),  # the export's lines cited as the transcript's JSONL lines
@@ -105,12 +106,12 @@ async def test_the_corpus_limit_and_min_score_narrow_the_search(
     standin.set(hits=HITS)
     qmd = settings(standin, limits=QmdLimitsSettings(max_results=2))
     async with opened(agent, qmd, tmp_path) as backend:
-        memory_only = await backend.search("x", corpus="memory", max_results=10)
+        memory_only = await backend.search(SearchRequest("x", corpus="memory", max_results=10))
         assert [r.path for r in memory_only.results] == ["MEMORY.md", "memory/2026-01-05.md"]
         assert standin.calls("search")[-1]["args"][3] == "2"  # -n is min(limits.max_results, maxResults)
-        strict = await backend.search("x", corpus="all", min_score=0.65)
+        strict = await backend.search(SearchRequest("x", corpus="all", min_score=0.65))
         assert [r.path for r in strict.results] == ["MEMORY.md", "sessions/s1.jsonl"]
-        assert (await backend.search("   ")).results == []
+        assert (await backend.search(SearchRequest("   "))).results == []
 
 
 @pytest.mark.parametrize(
@@ -131,7 +132,7 @@ async def test_every_search_failure_is_a_qmd_error(
     qmd = settings(standin, limits=QmdLimitsSettings(timeout_ms=300 if rule.get("hang") else 30_000))
     async with opened(agent, qmd, tmp_path) as backend:
         with pytest.raises(error):
-            await backend.search("biscuit")
+            await backend.search(SearchRequest("biscuit"))
 
 
 async def test_a_lost_collection_is_recreated_and_the_search_repeated(
@@ -140,7 +141,7 @@ async def test_a_lost_collection_is_recreated_and_the_search_repeated(
     standin.set(hits=HITS)
     async with opened(agent, settings(standin), tmp_path) as backend:
         await backend.runner.run(["collection", "remove", "sessions-main"], timeout_s=5)
-        resp = await backend.search("lisbon", corpus="sessions")
+        resp = await backend.search(SearchRequest("lisbon", corpus="sessions"))
     assert [r.path for r in resp.results] == ["sessions/s1.jsonl"]
     assert len(standin.calls("search")) == 2
 
@@ -149,7 +150,7 @@ async def test_rejected_search_flags_retry_with_qmd_query(standin: StandIn, agen
     standin.set(hits=HITS)
     standin.fail("search", exit=2, stderr="error: unknown option '--json'\n")
     async with opened(agent, settings(standin), tmp_path) as backend:
-        resp = await backend.search("biscuit", corpus="memory")
+        resp = await backend.search(SearchRequest("biscuit", corpus="memory"))
     assert resp.mode == "hybrid" and next(r.path for r in resp.results) == "MEMORY.md"
     assert standin.calls("query")
 

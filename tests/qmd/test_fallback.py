@@ -14,6 +14,7 @@ from memoryd.config import AgentConfig
 from memoryd.qmd.backend import QmdBackend
 from memoryd.qmd.fallback import FallbackSearcher
 from memoryd.qmd.settings import QmdLimitsSettings, QmdSettings, QmdUpdateSettings
+from memoryd.search.request import SearchRequest
 from tests.qmd.conftest import EngineSearcher
 from tests.qmd.standin import StandIn, environment_without_qmd
 
@@ -43,7 +44,7 @@ async def until(searcher: FallbackSearcher, condition: Callable[[], bool]) -> No
 
 
 async def search(searcher: FallbackSearcher, query: str) -> Any:
-    return await searcher.search(query, max_results=None, min_score=None, corpus="all", wait_fresh_ms=None)
+    return await searcher.search(SearchRequest(query))
 
 
 def qmd_settings(standin: StandIn, **kw: Any) -> QmdSettings:

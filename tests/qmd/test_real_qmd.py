@@ -13,6 +13,7 @@ from memoryd.config import AgentConfig
 from memoryd.qmd.backend import QmdBackend
 from memoryd.qmd.fallback import FallbackSearcher
 from memoryd.qmd.settings import QmdLimitsSettings, QmdSessionSettings, QmdSettings, QmdUpdateSettings
+from memoryd.search.request import SearchRequest
 from tests.conftest import AgentFactory, write
 from tests.qmd.conftest import EngineSearcher
 
@@ -40,7 +41,7 @@ async def running(agent: AgentConfig, qmd: QmdSettings, tmp_path: Path) -> Async
 
 
 async def paths(backend: QmdBackend, query: str, corpus: str = "all") -> list[tuple[str, int, int, str]]:
-    resp = await backend.search(query, corpus=corpus)
+    resp = await backend.search(SearchRequest(query, corpus=corpus))
     return [(r.path, r.start_line, r.end_line, r.source) for r in resp.results]
 
 
@@ -110,9 +111,7 @@ async def test_real_qmd_query_mode_hangs_fetching_models_and_the_builtin_index_a
         with anyio.fail_after(60):
             while searcher.active is None:
                 await searcher.changed()
-            resp = await searcher.search(
-                "golden retriever", max_results=None, min_score=None, corpus="memory", wait_fresh_ms=None
-            )
+            resp = await searcher.search(SearchRequest("golden retriever", corpus="memory"))
         tg.cancel_scope.cancel()
     assert [r.path for r in resp.results] == ["MEMORY.md"]
     assert resp.fallback is not None and "timed out after 1500 ms" in resp.fallback["reason"]

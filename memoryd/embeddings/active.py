@@ -1,0 +1,45 @@
+"""The embedding provider an agent uses right now, and why it is not the one configured.
+
+The index writes vectors with it and the searcher embeds queries with it, so both hold the same
+`ActiveProvider`; the daemon swaps the provider in place (the model finished loading, or a sync
+failed over to the fallback provider) and both see the change at once.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from memoryd.embeddings.base import NO_PROVIDER, EmbeddingProvider, Fingerprint
+
+
+@dataclass(slots=True)
+class ActiveProvider:
+    requested: str
+    """The provider the settings ask for (`provider`), named in fallbacks."""
+    provider: EmbeddingProvider | None = None
+    unavailable_reason: str | None = None
+    """Why the requested provider is not the one in use (or why there is none)."""
+    fallback_from: str | None = None
+    """The provider that failed, when its fallback is the one in use."""
+
+    @property
+    def fingerprint(self) -> Fingerprint:
+        return self.provider.fingerprint if self.provider is not None else NO_PROVIDER
+
+    def unready_reason(self) -> str | None:
+        """Why queries cannot be embedded right now (no provider, model loading or broken); None when they can."""
+        if self.provider is None:
+            return self.unavailable_reason or "no embedding provider is configured"
+        state = str(getattr(self.provider, "state", "ready"))
+        if state in ("loading", "error"):
+            return f"the embedding model is {'still loading' if state == 'loading' else 'unavailable'}"
+        return None
+
+    def fallback_info(self) -> dict[str, str] | None:
+        """`{from, reason}` when the configured provider is not the one in use (or none is)."""
+        reason = self.unavailable_reason
+        if self.fallback_from is not None and reason:
+            return {"from": self.fallback_from, "reason": reason}
+        if self.provider is None and reason:
+            return {"from": self.requested, "reason": reason}
+        return None

@@ -1,0 +1,114 @@
+"""An agent's database as its index sees it: the writer lock, one writer connection, pooled readers.
+
+It also owns the recoveries that replace connections: a corrupt file is moved aside (never
+deleted) and a fresh one started; a database that turned read-only is reopened; a rebuilt database
+is swapped in while no reader holds the live one. All methods block: run them in worker threads.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+
+import structlog
+
+from memoryd.config import AgentConfig
+from memoryd.errors import CorruptDatabaseError, StoreError
+from memoryd.faults import crash_point
+from memoryd.store import schema
+from memoryd.store.db import VecState, connect, move_aside, translated
+from memoryd.store.index import IndexStore
+from memoryd.store.lock import WriterLock
+from memoryd.store.readers import ReaderPool
+from memoryd.store.reindex import Rebuild, cleanup_leftovers
+
+log = structlog.get_logger(__name__)
+
+
+class AgentDatabase:
+    def __init__(self, agent: AgentConfig, *, hold_writer_lock: bool = True) -> None:
+        self.agent = agent
+        vector = agent.settings.store.vector
+        self.readers = ReaderPool(agent.db_path, vec_path=vector.extension_path, vec_enabled=vector.enabled)
+        self._lock = WriterLock(agent.db_path)
+        self._hold_lock = hold_writer_lock
+        self._store: IndexStore | None = None
+
+    def open(self) -> str | None:
+        """Take the writer lock (unless told not to) and connect; where a corrupt file was moved, if one was."""
+        if self._hold_lock:
+            self._lock.acquire()
+        cleanup_leftovers(self.agent.db_path)
+        try:
+            self._store = self._connect_writer()
+        except CorruptDatabaseError as exc:
+            return self.recover_corrupt(exc)
+        return None
+
+    def take_writer_lock(self) -> None:
+        """Become the writer (raises WriterLockBusyError when another process is)."""
+        self._lock.acquire()
+
+    @property
+    def store(self) -> IndexStore:
+        """The writer's store (StoreError when the index is not open)."""
+        if self._store is None:
+            raise StoreError("the index is not open")
+        return self._store
+
+    @property
+    def vec(self) -> VecState:
+        return self.store.vec
+
+    def _connect_writer(self) -> IndexStore:
+        vector = self.agent.settings.store.vector
+        conn, vec = connect(self.agent.db_path, vec_path=vector.extension_path, vec_enabled=vector.enabled)
+        try:
+            with translated(f"opening {self.agent.db_path}"):
+                schema.migrate(conn)
+                schema.ensure_fts(conn, self.agent.settings.store.fts.tokenizer)
+                conn.execute("SELECT COUNT(*) FROM files").fetchone()
+        except StoreError:
+            conn.close()
+            raise
+        return IndexStore(conn, vec)
+
+    def _close_writer(self) -> None:
+        if self._store is not None:
+            with contextlib.suppress(Exception):
+                self._store.conn.close()
+            self._store = None
+
+    def recover_corrupt(self, exc: Exception) -> str:
+        """Move a damaged database aside (never delete it) and start a fresh one; returns where it went."""
+        log.error("index database is corrupt", agent=self.agent.id, error=str(exc))
+        self._close_writer()
+        self.readers.close()
+        moved = move_aside(self.agent.db_path, f"corrupt-{int(time.time())}")
+        self._store = self._connect_writer()
+        return str(moved)
+
+    def reopen(self) -> None:
+        """Close every connection and open the writer again (spec §3.11: a database that turned read-only)."""
+        if self._store is not None:
+            with contextlib.suppress(Exception):
+                self._store.conn.close()
+        self.readers.close()
+        self._store = self._connect_writer()
+
+    def swap(self, rebuild: Rebuild) -> None:
+        """Rename a finished rebuild over the live database while no connection holds the live one."""
+        with self.readers.paused():
+            if self._store is not None:
+                self._store.conn.close()
+                self._store = None
+            try:
+                rebuild.swap_in()
+                crash_point("reindex:after-swap")
+            finally:
+                self._store = self._connect_writer()
+
+    def close(self) -> None:
+        self.readers.close()
+        self._close_writer()
+        self._lock.release()

@@ -1,0 +1,186 @@
+"""One sync pass over an agent's sources: discovery -> prepare -> embed -> write, or a full rebuild.
+
+A delta sync prepares, embeds and writes changed files in batches into the live database, then
+prunes rows of files that vanished. When the index was built with other settings (spec §3.9) or a
+rebuild is forced, everything is built into a temporary database that is swapped in atomically
+(spec §3.10): a crash at any point leaves the old index intact.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Sequence
+from pathlib import Path
+
+import anyio
+import anyio.to_thread
+import structlog
+
+from memoryd.config import AgentConfig
+from memoryd.embeddings.active import ActiveProvider
+from memoryd.embeddings.base import Vectors
+from memoryd.embeddings.batch import BatchEmbedder
+from memoryd.errors import EmbeddingError
+from memoryd.faults import crash_point
+from memoryd.index import plan
+from memoryd.index.database import AgentDatabase
+from memoryd.index.discover import Unlisted, discover, refuse_to_lose_rows, targeted_sessions, under
+from memoryd.index.embedding import embed_prepared
+from memoryd.index.state import IndexState, Progress, ProgressFn
+from memoryd.index.sync import Prepared, SyncCounts, prepare_many, write_prepared
+from memoryd.sources.discovery import SourceFile
+from memoryd.store import schema
+from memoryd.store.index import IndexMeta, IndexStore
+from memoryd.store.reindex import Rebuild
+
+log = structlog.get_logger(__name__)
+
+BATCH_FILES = 256
+
+
+class Indexer:
+    """Keeps `database` true to the agent's sources; records what it did in `state`."""
+
+    def __init__(
+        self,
+        agent: AgentConfig,
+        database: AgentDatabase,
+        provider: ActiveProvider,
+        state: IndexState,
+        batch: BatchEmbedder | None,
+    ) -> None:
+        self.agent = agent
+        self.settings = agent.settings
+        self._database = database
+        self._active = provider
+        self._state = state
+        self.batch = batch
+
+    def full_reindex_reasons(self, meta: IndexMeta | None) -> list[str]:
+        """Why the index must be rebuilt from scratch (spec §3.9); empty when a delta sync will do."""
+        expected = self._active.provider is not None and self._database.vec.available
+        return plan.full_reindex_reasons(self.agent, self._active.fingerprint, meta, vectors_expected=expected)
+
+    async def run(
+        self, reason: str, force: bool, session_files: Sequence[Path], progress: ProgressFn | None
+    ) -> tuple[bool, SyncCounts]:
+        """One pass: the named transcripts only, a delta sync, or a full rebuild; (full?, counts)."""
+        store = self._database.store
+        sources = plan.effective_sources(self.agent)
+
+        def decide() -> tuple[list[SourceFile], list[str]]:
+            targeted = targeted_sessions(self.agent, sources, session_files)
+            reasons = ["forced"] if force and not targeted else self.full_reindex_reasons(store.read_meta())
+            return targeted, reasons
+
+        targeted, reasons = await anyio.to_thread.run_sync(decide)
+        if reasons:
+            log.info("full reindex", agent=self.agent.id, reason=reason, why=reasons)
+            return True, await self._full_reindex(progress)
+        if targeted:
+            counts = await self._index(store, targeted, prune=(), full=False, progress=progress)
+            self._state.dirty_sessions.difference_update(f.path for f in targeted)
+            return False, counts
+        files, unlisted = await anyio.to_thread.run_sync(discover, self.agent, sources)
+        counts = await self._index(store, files, prune=sources, keep=unlisted, full=False, progress=progress)
+        self._state.dirty = False
+        self._state.dirty_sessions.clear()
+        return False, counts
+
+    async def _index(
+        self,
+        store: IndexStore,
+        files: Sequence[SourceFile],
+        *,
+        prune: Sequence[str],
+        full: bool,
+        progress: ProgressFn | None,
+        keep: Sequence[Unlisted] = (),
+    ) -> SyncCounts:
+        """Prepare, embed and write `files` in batches; then prune rows of vanished files in `prune` sources
+        (never of files under `keep`: places that could not be listed, whose files may well exist)."""
+        states = {}
+        for source in ("memory", "sessions"):
+            for path, st in (await anyio.to_thread.run_sync(store.file_states, source)).items():
+                states[f"{source}\x00{path}"] = st
+        total = SyncCounts()
+        chunking = self.settings.chunking
+        model = self._active.fingerprint.model
+        for start in range(0, len(files), BATCH_FILES):
+            batch = files[start : start + BATCH_FILES]
+            batch_states = {
+                f.path: states[f"{f.source}\x00{f.path}"] for f in batch if f"{f.source}\x00{f.path}" in states
+            }
+            prepared = await anyio.to_thread.run_sync(
+                functools.partial(prepare_many, batch, batch_states, chunking, full=full)
+            )
+            try:
+                vectors = await self._embed(store, prepared)
+            except EmbeddingError as exc:
+                # Keep the index usable: write these chunks for keyword search now, embed them next sync.
+                log.warning("embedding failed; indexing keyword-only for now", agent=self.agent.id, error=str(exc))
+                self._state.embedding_error = str(exc)
+                write = functools.partial(write_prepared, store, prepared, model, None, missing_vectors=True)
+            else:
+                if self._active.provider is not None:
+                    self._state.embedding_error = None
+                write = functools.partial(write_prepared, store, prepared, model, vectors)
+            counts = await anyio.to_thread.run_sync(write)
+            total.add(counts)
+            if full or counts.indexed or counts.deleted:
+                crash_point("reindex:building" if full else "sync:after-batch")
+            if progress is not None:
+                progress(Progress("index", min(start + len(batch), len(files)), len(files), total.chunks))
+        if prune:
+            seen = {f"{f.source}\x00{f.path}" for f in files}
+            stale: dict[str, list[str]] = {}
+            for key in states:
+                source, path = key.split("\x00", 1)
+                if key not in seen and not under(source, path, keep):
+                    stale.setdefault(source, []).append(path)
+            for source in ("memory", "sessions"):
+                paths = stale.get(source, [])
+                if source in prune and paths:
+
+                    def delete(s: str = source, ps: list[str] = paths) -> int:
+                        with store.transaction():
+                            return store.delete_files(s, ps)
+
+                    total.deleted += await anyio.to_thread.run_sync(delete)
+        return total
+
+    async def _embed(self, store: IndexStore, prepared: Sequence[Prepared]) -> list[Vectors | None] | None:
+        """Vectors for each prepared file's chunks (None without a provider)."""
+        provider = self._active.provider
+        if provider is None:
+            return None
+        return await embed_prepared(provider, store, prepared, cache=self.settings.cache.enabled, batch=self.batch)
+
+    async def _full_reindex(self, progress: ProgressFn | None) -> SyncCounts:
+        """Spec §3.10: build everything into a temporary database, then swap it in atomically."""
+        rebuild = Rebuild(self.agent.db_path, self.settings)
+        try:
+            tmp_store = await anyio.to_thread.run_sync(rebuild.open)
+            sources = plan.effective_sources(self.agent)
+            files, unlisted = await anyio.to_thread.run_sync(discover, self.agent, sources)
+            counts = await self._index(tmp_store, files, prune=(), full=True, progress=progress)
+            live = self._database.store
+            await anyio.to_thread.run_sync(refuse_to_lose_rows, live, counts.unreadable, unlisted)
+            dims = await anyio.to_thread.run_sync(_vector_dims, tmp_store)
+            meta = plan.desired_meta(self.agent, self._active.fingerprint, dims)
+            await anyio.to_thread.run_sync(rebuild.finish, meta)
+            crash_point("reindex:before-swap")
+            await anyio.to_thread.run_sync(self._database.swap, rebuild)
+        except BaseException:
+            with anyio.CancelScope(shield=True):
+                await anyio.to_thread.run_sync(rebuild.abort)
+            raise
+        self._state.dirty = False
+        self._state.dirty_sessions.clear()
+        return counts
+
+
+def _vector_dims(store: IndexStore) -> int | None:
+    if not store.vec.available:
+        return None
+    return schema.vec_dims(store.conn)

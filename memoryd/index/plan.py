@@ -1,0 +1,78 @@
+"""What an agent's index should be built from, and whether the one on disk still is (spec §3.9).
+
+The index metadata records the model, provider, chunking, sources and tokenizer it was built with;
+when any of them differs from what the settings ask for now, a delta sync is not enough and the
+index is rebuilt from scratch.
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+import orjson
+
+from memoryd.config import AgentConfig
+from memoryd.embeddings.base import Fingerprint
+from memoryd.store.index import IndexMeta, now_ms
+
+
+def effective_sources(agent: AgentConfig) -> tuple[str, ...]:
+    """The configured sources that exist: no sessions without a sessions directory."""
+    configured = agent.settings.sources
+    out = [s for s in ("memory", "sessions") if s in configured]
+    if "sessions" in out and not agent.sessions_dir.is_dir():
+        out.remove("sessions")
+    return tuple(out)
+
+
+def scope_hash(agent: AgentConfig) -> str:
+    extras = sorted(p.as_posix() for p in agent.extra_paths)
+    data = {"extraPaths": extras, "multimodal": {"enabled": False, "modalities": [], "maxFileBytes": 0}}
+    return hashlib.sha256(orjson.dumps(data)).hexdigest()
+
+
+def desired_meta(agent: AgentConfig, fp: Fingerprint, vector_dims: int | None) -> IndexMeta:
+    settings = agent.settings
+    return IndexMeta(
+        model=fp.model,
+        provider=fp.provider,
+        provider_key=fp.provider_key,
+        sources=effective_sources(agent),
+        scope_hash=scope_hash(agent),
+        chunk_tokens=settings.chunking.tokens,
+        chunk_overlap=settings.chunking.overlap,
+        fts_tokenizer=settings.store.fts.tokenizer,
+        vector_dims=vector_dims,
+        built_at=now_ms(),
+    )
+
+
+def full_reindex_reasons(
+    agent: AgentConfig, fp: Fingerprint, meta: IndexMeta | None, *, vectors_expected: bool
+) -> list[str]:
+    """Why the index must be rebuilt from scratch; empty when a delta sync will do.
+
+    `vectors_expected`: a provider is in use and sqlite-vec is loaded, so an index without vector
+    dimensions was built without vectors and must be rebuilt with them.
+    """
+    if meta is None:
+        return ["no index metadata"]
+    want = desired_meta(agent, fp, None)
+    checks = [
+        (meta.model != want.model, f"model {meta.model} -> {want.model}"),
+        (meta.provider != want.provider, f"provider {meta.provider} -> {want.provider}"),
+        (meta.provider_key != want.provider_key, "provider settings changed"),
+        (
+            tuple(sorted(meta.sources)) != tuple(sorted(want.sources)),
+            f"sources {meta.sources} -> {want.sources}",
+        ),
+        (meta.scope_hash != want.scope_hash, "extra paths changed"),
+        (meta.chunk_tokens != want.chunk_tokens, "chunk size changed"),
+        (meta.chunk_overlap != want.chunk_overlap, "chunk overlap changed"),
+        (
+            meta.fts_tokenizer != want.fts_tokenizer,
+            f"tokenizer {meta.fts_tokenizer} -> {want.fts_tokenizer}",
+        ),
+        (vectors_expected and meta.vector_dims is None, "vectors missing"),
+    ]
+    return [why for changed, why in checks if changed]

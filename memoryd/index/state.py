@@ -1,0 +1,80 @@
+"""What an agent's index knows about itself between syncs: freshness, the last sync, recoveries.
+
+The engine updates it as it syncs; the daemon's actor reads it (and marks it dirty) to decide when
+to sync; status and every search answer report from it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from memoryd.index.sync import SyncCounts
+from memoryd.isotime import iso
+
+
+@dataclass(frozen=True, slots=True)
+class Progress:
+    """Reported while a sync runs (the CLI draws a bar from it)."""
+
+    phase: str
+    files_done: int
+    files_total: int
+    chunks: int
+
+
+ProgressFn = Callable[[Progress], None]
+
+
+@dataclass(slots=True)
+class SyncReport:
+    reason: str
+    full: bool
+    counts: SyncCounts
+    duration_ms: int
+    at_ms: int
+    error: str | None = None
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "reason": self.reason,
+            "full": self.full,
+            "indexed": self.counts.indexed,
+            "unchanged": self.counts.unchanged,
+            "deleted": self.counts.deleted,
+            "chunks": self.counts.chunks,
+            "unreadable": list(self.counts.unreadable),
+            "durationMs": self.duration_ms,
+            "at": iso(self.at_ms),
+            "error": self.error,
+        }
+
+
+@dataclass(slots=True)
+class RecoveryStats:
+    attempts: int = 0
+    successes: int = 0
+    failures: int = 0
+    last_error: str | None = None
+
+
+@dataclass(slots=True)
+class IndexState:
+    dirty: bool = True
+    dirty_sessions: set[str] = field(default_factory=set)
+    pending: int = 0
+    indexed_at: int = 0
+    last_sync: SyncReport | None = None
+    readonly: RecoveryStats = field(default_factory=RecoveryStats)
+    corrupt_moved_to: str | None = None
+    last_sync_saved: str | None = None
+    embedding_error: str | None = None
+    provider_state: str = "none"  # none | loading | ready | unavailable
+
+    def freshness(self) -> dict[str, object]:
+        """The `freshness` block of every search answer."""
+        return {
+            "indexedAt": iso(self.indexed_at),
+            "pending": self.pending,
+            "dirty": self.dirty or bool(self.dirty_sessions),
+        }

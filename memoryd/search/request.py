@@ -1,0 +1,70 @@
+"""The one search protocol: a `SearchRequest` in, a `SearchResponse` out.
+
+Every part that answers searches — the builtin `Searcher`, the QMD backend, the QMD fallback, the
+actor's view of its builtin index — takes the same request, so the arguments of `memory_search`
+are spelled out once, here, and passed along whole.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal, Protocol
+
+from memoryd.search.pipeline import SearchResult
+from memoryd.search.vector import VectorBackend
+
+Corpus = str  # "memory" | "sessions" | "all"
+SearchMode = Literal["auto", "hybrid", "keyword", "vector"]
+
+
+@dataclass(frozen=True, slots=True)
+class SearchRequest:
+    """What a client asked for; `None` means the agent's configured default."""
+
+    query: str
+    max_results: int | None = None
+    min_score: float | None = None
+    corpus: Corpus = "all"
+    mode: SearchMode = "auto"
+    wait_fresh_ms: int | None = None
+    """How long a caller that owns syncs (the actor, QMD) may wait for a fresher index; the searcher never waits."""
+
+
+@dataclass(frozen=True, slots=True)
+class SearchResponse:
+    results: list[SearchResult]
+    mode: str
+    provider: str
+    model: str
+    fallback: dict[str, str] | None
+    freshness: dict[str, object]
+    vector_backend: VectorBackend | None = None  # which vector search ran: sqlite-vec KNN or exact
+    rerank: dict[str, object] | None = None  # what the optional rerank stage did, when configured
+
+    def to_dict(self) -> dict[str, object]:
+        out: dict[str, object] = {
+            "results": [r.to_dict() for r in self.results],
+            "mode": self.mode,
+            "provider": self.provider,
+            "model": self.model,
+            "fallback": self.fallback,
+            "freshness": self.freshness,
+            "vectorBackend": self.vector_backend,
+        }
+        if self.rerank is not None:
+            out["rerank"] = self.rerank
+        return out
+
+
+class Answers(Protocol):
+    """Anything that answers a search request."""
+
+    async def search(self, request: SearchRequest) -> SearchResponse: ...
+
+
+def corpus_sources(corpus: Corpus) -> tuple[str, ...]:
+    if corpus == "memory":
+        return ("memory",)
+    if corpus == "sessions":
+        return ("sessions",)
+    return ("memory", "sessions")
