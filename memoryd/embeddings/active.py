@@ -43,3 +43,16 @@ class ActiveProvider:
         if self.provider is None and reason:
             return {"from": self.requested, "reason": reason}
         return None
+
+    def report(self) -> dict[str, object]:
+        """The provider's part of status: what embeds, what was asked for, and why they differ."""
+        fp = self.fingerprint
+        return {
+            "provider": fp.provider,
+            "model": fp.model,
+            "requestedProvider": self.requested,
+            "fallback": self.fallback_info(),
+            "embedding": {"provider": fp.provider, "model": fp.model},
+            "searchMode": "hybrid" if self.provider is not None else "keyword",
+            "providerUnavailableReason": self.unavailable_reason,
+        }

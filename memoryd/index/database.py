@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import contextlib
 import time
+from pathlib import Path
 
 import structlog
 
 from memoryd.config import AgentConfig
 from memoryd.errors import CorruptDatabaseError, StoreError
 from memoryd.faults import crash_point
+from memoryd.isotime import iso
 from memoryd.store import schema
 from memoryd.store.db import VecState, connect, move_aside, translated
 from memoryd.store.index import IndexStore
@@ -112,3 +114,67 @@ class AgentDatabase:
         self.readers.close()
         self._close_writer()
         self._lock.release()
+
+    def report(self) -> dict[str, object]:
+        """The database's part of status: what it holds, its size, cache, FTS and vector state, how it was built.
+
+        Reads through a pooled reader connection, never the writer's: a sync may be using that one
+        in another thread at this very moment.
+        """
+        settings = self.agent.settings
+        with self.readers.reader() as (conn, reader_vec):
+            store = IndexStore(conn, reader_vec)
+            vec = self.vec
+            counts = store.counts()
+            meta = store.read_meta()
+            return {
+                "files": sum(c.files for c in counts),
+                "chunks": sum(c.chunks for c in counts),
+                "dbPath": str(self.agent.db_path),
+                "dbSizeBytes": self._size(),
+                "sourceCounts": [{"source": c.source, "files": c.files, "chunks": c.chunks} for c in counts],
+                "cache": {
+                    "enabled": settings.cache.enabled,
+                    "entries": store.cache_count(),
+                    "maxEntries": settings.cache.max_entries or None,
+                },
+                "fts": {"enabled": True, "available": True, "error": None, "tokenizer": settings.store.fts.tokenizer},
+                "vector": {
+                    "enabled": settings.store.vector.enabled,
+                    "available": vec.available,
+                    "extensionPath": vec.extension_path,
+                    "loadError": vec.error,
+                    "dims": meta.vector_dims if meta else None,
+                },
+                "embedding": {"filesWithoutVectors": files_without_vectors(store)},
+                "malformedTranscriptLines": store.bad_lines(),
+                "meta": None
+                if meta is None
+                else {
+                    "model": meta.model,
+                    "provider": meta.provider,
+                    "sources": list(meta.sources),
+                    "chunkTokens": meta.chunk_tokens,
+                    "chunkOverlap": meta.chunk_overlap,
+                    "ftsTokenizer": meta.fts_tokenizer,
+                    "builtAt": iso(meta.built_at),
+                },
+            }
+
+    def _size(self) -> int:
+        """Bytes of the database and its WAL (0 when they cannot be inspected)."""
+        try:
+            return sum(
+                Path(f"{self.agent.db_path}{ext}").stat().st_size
+                for ext in ("", "-wal")
+                if Path(f"{self.agent.db_path}{ext}").exists()
+            )
+        except OSError:
+            return 0
+
+
+def files_without_vectors(store: IndexStore) -> int:
+    """Files indexed keyword-only because embedding them failed (the next sync embeds them)."""
+    with translated("counting files without vectors"):
+        row = store.conn.execute("SELECT COUNT(*) FROM files WHERE hash LIKE 'novec:%'").fetchone()
+    return int(row[0]) if row else 0

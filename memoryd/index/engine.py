@@ -30,12 +30,12 @@ from memoryd.index import plan
 from memoryd.index.database import AgentDatabase
 from memoryd.index.indexer import Indexer
 from memoryd.index.state import IndexState, Progress, ProgressFn, RecoveryStats, SyncReport
+from memoryd.index.status import assemble
 from memoryd.index.sync import SyncCounts
 from memoryd.isotime import iso
 from memoryd.search.request import Corpus, SearchMode, SearchRequest, SearchResponse, corpus_sources
 from memoryd.search.searcher import Searcher
 from memoryd.sources.readfile import FileSlice, read_memory_file
-from memoryd.store.db import VecState, translated
 from memoryd.store.index import IndexMeta, IndexStore, now_ms
 
 log = structlog.get_logger(__name__)
@@ -119,10 +119,6 @@ class IndexEngine:
     def fingerprint(self) -> Fingerprint:
         return self.active.fingerprint
 
-    def fallback_info(self) -> dict[str, str] | None:
-        """`{from, reason}` when the configured provider is not the one in use (or none is)."""
-        return self.active.fallback_info()
-
     # ------------------------------------------------------------------ lifecycle
 
     async def open(self) -> None:
@@ -157,20 +153,10 @@ class IndexEngine:
     def _store_required(self) -> IndexStore:
         return self.database.store
 
-    @property
-    def vec_state(self) -> VecState:
-        return self.database.vec
-
     # ------------------------------------------------------------------ desired state
 
     def effective_sources(self) -> tuple[str, ...]:
         return plan.effective_sources(self.agent)
-
-    def scope_hash(self) -> str:
-        return plan.scope_hash(self.agent)
-
-    def desired_meta(self, vector_dims: int | None) -> IndexMeta:
-        return plan.desired_meta(self.agent, self.fingerprint, vector_dims)
 
     def full_reindex_reasons(self, meta: IndexMeta | None) -> list[str]:
         """Why the index must be rebuilt from scratch (spec §3.9); empty when a delta sync will do."""
@@ -304,109 +290,18 @@ class IndexEngine:
 
     # ------------------------------------------------------------------ status
 
-    @staticmethod
-    def missing_vector_files(store: IndexStore) -> int:
-        with translated("counting files without vectors"):
-            row = store.conn.execute("SELECT COUNT(*) FROM files WHERE hash LIKE 'novec:%'").fetchone()
-        return int(row[0]) if row else 0
-
     def status(self) -> dict[str, object]:
-        """The builtin status fields of spec §4.2, plus freshness and recovery details.
-
-        Reads through a pooled reader connection, never the writer's: a sync may be using that one
-        in another thread at this very moment.
-        """
-        with self.database.readers.reader() as (conn, reader_vec):
-            return self._status(IndexStore(conn, reader_vec), self.database.vec)
-
-    def _status(self, store: IndexStore, vec: VecState) -> dict[str, object]:
-        counts = store.counts()
-        meta = store.read_meta()
-        fp = self.fingerprint
-        s = self.settings
-        last = self.state.last_sync
-        try:
-            db_size = sum(
-                Path(f"{self.agent.db_path}{ext}").stat().st_size
-                for ext in ("", "-wal")
-                if Path(f"{self.agent.db_path}{ext}").exists()
-            )
-        except OSError:
-            db_size = 0
-        rec = self.state.readonly
-        return {
-            "agent": self.agent.id,
-            "backend": "builtin",
-            "files": sum(c.files for c in counts),
-            "chunks": sum(c.chunks for c in counts),
-            "dirty": self.state.dirty or bool(self.state.dirty_sessions),
-            "workspaceDir": str(self.agent.workspace),
-            "sessionsDir": str(self.agent.sessions_dir),
-            "dbPath": str(self.agent.db_path),
-            "dbSizeBytes": db_size,
-            "provider": fp.provider,
-            "model": fp.model,
-            "requestedProvider": s.provider,
-            "sources": list(self.effective_sources()),
-            "extraPaths": [str(p) for p in self.agent.extra_paths],
-            "sourceCounts": [{"source": c.source, "files": c.files, "chunks": c.chunks} for c in counts],
-            "cache": {
-                "enabled": s.cache.enabled,
-                "entries": store.cache_count(),
-                "maxEntries": s.cache.max_entries or None,
-            },
-            "fts": {"enabled": True, "available": True, "error": None, "tokenizer": s.store.fts.tokenizer},
-            "vector": {
-                "enabled": s.store.vector.enabled,
-                "available": vec.available,
-                "extensionPath": vec.extension_path,
-                "loadError": vec.error,
-                "dims": meta.vector_dims if meta else None,
-            },
-            "fallback": self.fallback_info(),
-            "batch": self.batch.state() if self.batch is not None else {"enabled": False},
-            "embedding": {
-                "state": self.state.provider_state,
-                "provider": fp.provider,
-                "model": fp.model,
-                "lastError": self.state.embedding_error,
-                "filesWithoutVectors": self.missing_vector_files(store),
-            },
-            "searchMode": "hybrid" if self.provider is not None else "keyword",
-            "rerank": self.searcher.rerank_report(),
-            "providerUnavailableReason": self.provider_unavailable_reason,
-            "readonlyRecovery": {
-                "attempts": rec.attempts,
-                "successes": rec.successes,
-                "failures": rec.failures,
-                "lastError": rec.last_error,
-            },
-            "corruptDatabaseMovedTo": self.state.corrupt_moved_to,
-            "malformedTranscriptLines": store.bad_lines(),
-            "indexedAt": iso(self.state.indexed_at),
-            "pending": self.state.pending,
-            "lastSync": last.to_dict() if last else _loads(self.state.last_sync_saved),
-            "meta": None
-            if meta is None
-            else {
-                "model": meta.model,
-                "provider": meta.provider,
-                "sources": list(meta.sources),
-                "chunkTokens": meta.chunk_tokens,
-                "chunkOverlap": meta.chunk_overlap,
-                "ftsTokenizer": meta.fts_tokenizer,
-                "builtAt": iso(meta.built_at),
-            },
-        }
-
-
-def _loads(text: str | None) -> object:
-    if not text:
-        return None
-    try:
-        return orjson.loads(text)
-    except orjson.JSONDecodeError:
-        return None
+        """The builtin status fields of spec §4.2, plus freshness and recovery details: each part reports its own."""
+        batch = self.batch.state() if self.batch is not None else {"enabled": False}
+        return assemble(
+            {"agent": self.agent.id, "backend": "builtin"},
+            plan.scope_report(self.agent),
+            self.database.report(),
+            self.active.report(),
+            {"batch": batch},
+            self.searcher.report(),
+            self.state.report(),
+        )
 
 
 def _elapsed_ms(started: float) -> int:

@@ -25,6 +25,16 @@ def effective_sources(agent: AgentConfig) -> tuple[str, ...]:
     return tuple(out)
 
 
+def scope_report(agent: AgentConfig) -> dict[str, object]:
+    """The scope's part of status: where the agent's sources are and which of them are indexed."""
+    return {
+        "workspaceDir": str(agent.workspace),
+        "sessionsDir": str(agent.sessions_dir),
+        "sources": list(effective_sources(agent)),
+        "extraPaths": [str(p) for p in agent.extra_paths],
+    }
+
+
 def scope_hash(agent: AgentConfig) -> str:
     extras = sorted(p.as_posix() for p in agent.extra_paths)
     data = {"extraPaths": extras, "multimodal": {"enabled": False, "modalities": [], "maxFileBytes": 0}}

@@ -9,6 +9,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+import orjson
+
 from memoryd.index.sync import SyncCounts
 from memoryd.isotime import iso
 
@@ -78,3 +80,31 @@ class IndexState:
             "pending": self.pending,
             "dirty": self.dirty or bool(self.dirty_sessions),
         }
+
+    def report(self) -> dict[str, object]:
+        """The index state's part of status: freshness, the last sync (this process's or the saved one), recoveries."""
+        rec = self.readonly
+        last = self.last_sync
+        return {
+            "dirty": self.dirty or bool(self.dirty_sessions),
+            "embedding": {"state": self.provider_state, "lastError": self.embedding_error},
+            "readonlyRecovery": {
+                "attempts": rec.attempts,
+                "successes": rec.successes,
+                "failures": rec.failures,
+                "lastError": rec.last_error,
+            },
+            "corruptDatabaseMovedTo": self.corrupt_moved_to,
+            "indexedAt": iso(self.indexed_at),
+            "pending": self.pending,
+            "lastSync": last.to_dict() if last else _loads(self.last_sync_saved),
+        }
+
+
+def _loads(text: str | None) -> object:
+    if not text:
+        return None
+    try:
+        return orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return None

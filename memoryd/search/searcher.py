@@ -295,13 +295,15 @@ class Searcher:
                 total_chunks=total_chunks(conn),
             )
 
-    def rerank_report(self) -> dict[str, object]:
-        """The `rerank` block of status: what is configured and why it could not be built, if it could not."""
+    def report(self) -> dict[str, object]:
+        """The searcher's part of status: the rerank stage, and why it could not be built if it could not."""
         rerank_settings = self.settings.query.rerank
         return {
-            "provider": rerank_settings.provider,
-            "model": self._reranker.model if self._reranker is not None else rerank_settings.model or None,
-            "topN": rerank_settings.top_n,
-            "timeoutMs": rerank_settings.timeout_ms,
-            "error": self._reranker_error,
+            "rerank": {
+                "provider": rerank_settings.provider,
+                "model": self._reranker.model if self._reranker is not None else rerank_settings.model or None,
+                "topN": rerank_settings.top_n,
+                "timeoutMs": rerank_settings.timeout_ms,
+                "error": self._reranker_error,
+            }
         }
