@@ -278,6 +278,9 @@ def cmd_index(args: argparse.Namespace, cfg: Config, out: TextIO) -> int:
     unreadable = report.get("unreadable")
     for path in unreadable if isinstance(unreadable, list) else []:
         out.write(f"  unreadable (old rows kept): {path}\n")
+    degraded = report.get("degraded")
+    for place in degraded if isinstance(degraded, list) else []:
+        out.write(f"  cannot read {place.get('path')} ({place.get('role')}: {place.get('reason')}); old rows kept\n")
     return EXIT_OK
 
 

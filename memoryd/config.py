@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import os
 import re
 import tomllib
 import types
@@ -114,6 +115,9 @@ class SyncSettings:
     on_search: bool = True
     watch: bool = True
     watch_debounce_ms: int = 1500
+    watch_max_wait_ms: int = 5000
+    """However often files keep changing, a watched change waits at most this long (from its first
+    event) before a sync starts; at least `watch_debounce_ms`."""
     interval_minutes: int = 0
     embedding_retry_ms: int = 30_000
     """After a sync left files without vectors (provider down), sync again this much later, doubling
@@ -386,6 +390,7 @@ def normalise(s: MemorySearchSettings) -> MemorySearchSettings:
     sync = dataclasses.replace(
         s.sync,
         watch_debounce_ms=max(0, s.sync.watch_debounce_ms),
+        watch_max_wait_ms=max(0, s.sync.watch_debounce_ms, s.sync.watch_max_wait_ms),
         interval_minutes=max(0, s.sync.interval_minutes),
         embedding_retry_ms=max(0, s.sync.embedding_retry_ms),
         sessions=dataclasses.replace(
@@ -420,7 +425,8 @@ def _agent(agent_id: str, table: Mapping[str, object], defaults: MemorySearchSet
         workspace = Path(raw_ws).expanduser()
     else:
         raise ConfigError(f"{prefix}.workspace", f"expected a path, got {raw_ws!r}")
-    workspace = workspace.resolve() if workspace.exists() else workspace.absolute()
+    # os.path.exists never raises: a workspace below an unreadable folder is a degraded agent, not a crash.
+    workspace = workspace.resolve() if os.path.exists(workspace) else workspace.absolute()
     raw_sd = table.get("sessions_dir")
     if raw_sd is None:
         sessions_dir = workspace / "sessions"

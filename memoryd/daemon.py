@@ -9,6 +9,7 @@ or roll back); SIGHUP reloads the configuration and adds, removes or restarts ag
 from __future__ import annotations
 
 import functools
+import os
 import signal
 import socket
 import time
@@ -190,9 +191,10 @@ def prepare_workspaces(cfg: Config) -> None:
     exist is reported, not created."""
     for agent in cfg.agents.values():
         default = paths.data_dir() / "workspaces" / agent.id
-        if not agent.workspace.exists() and agent.workspace == default:
+        exists = os.path.exists(agent.workspace)  # never raises: an unreadable parent must not stop the daemon
+        if not exists and agent.workspace == default:
             (agent.workspace / "memory").mkdir(parents=True, exist_ok=True)
-        if agent.workspace.exists():
+        if exists or agent.workspace == default:
             log.info(
                 "agent",
                 agent=agent.id,

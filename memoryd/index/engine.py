@@ -28,7 +28,9 @@ from memoryd.embeddings.batch import BatchEmbedder
 from memoryd.errors import CorruptDatabaseError, MemorydError, ReadonlyDatabaseError
 from memoryd.index import plan
 from memoryd.index.database import AgentDatabase
+from memoryd.index.drift import drifted_paths
 from memoryd.index.indexer import Indexer
+from memoryd.index.roots import unreadable_now
 from memoryd.index.state import IndexState, Progress, ProgressFn, RecoveryStats, SyncReport
 from memoryd.index.status import assemble
 from memoryd.index.sync import SyncCounts
@@ -193,13 +195,18 @@ class IndexEngine:
                     await anyio.to_thread.run_sync(self._recover_corrupt, exc)
                     full, counts = await self.indexer.run(reason, True, (), progress)
             except MemorydError as exc:
-                report = SyncReport(reason, full, SyncCounts(), _elapsed_ms(started), now_ms(), error=str(exc))
+                degraded = self.state.degraded_report()
+                report = SyncReport(
+                    reason, full, SyncCounts(), _elapsed_ms(started), now_ms(), error=str(exc), degraded=degraded
+                )
                 self.state.last_sync = report
                 self.state.dirty = True  # the index is behind the sources: never report it clean
                 log.warning("sync failed", agent=self.agent.id, reason=reason, error=str(exc))
                 raise
             stamp = now_ms()
-            report = SyncReport(reason, full, counts, _elapsed_ms(started), stamp)
+            report = SyncReport(
+                reason, full, counts, _elapsed_ms(started), stamp, degraded=self.state.degraded_report()
+            )
             self.state.last_sync = report
             self.state.indexed_at = stamp
             self.state.pending = max(0, self.state.pending - pending_before)
@@ -265,6 +272,11 @@ class IndexEngine:
     def freshness(self) -> dict[str, object]:
         return self.state.freshness()
 
+    def drift(self, session_files: Sequence[Path] = ()) -> list[str]:
+        """Index paths whose file on disk differs from the index (new, changed, deleted): a stat pass, no
+        reading; with `session_files`, only those transcripts. Blocking: run it in a worker thread."""
+        return drifted_paths(self.agent, self.database.readers, session_files)
+
     async def is_empty(self) -> bool:
         def check() -> bool:
             with self.database.readers.reader() as (conn, _vec):
@@ -301,6 +313,7 @@ class IndexEngine:
             {"batch": batch},
             self.searcher.report(),
             self.state.report(),
+            {"degraded": [u.to_dict() for u in unreadable_now(self.agent, self.state.degraded)]},
         )
 
 

@@ -26,6 +26,7 @@ from memoryd.index import plan
 from memoryd.index.database import AgentDatabase
 from memoryd.index.discover import Unlisted, discover, refuse_to_lose_rows, targeted_sessions, under
 from memoryd.index.embedding import embed_prepared
+from memoryd.index.roots import degraded_places, track, unlisted_paths
 from memoryd.index.state import IndexState, Progress, ProgressFn
 from memoryd.index.sync import Prepared, SyncCounts, prepare_many, write_prepared
 from memoryd.sources.discovery import SourceFile
@@ -82,10 +83,16 @@ class Indexer:
             self._state.dirty_sessions.difference_update(f.path for f in targeted)
             return False, counts
         files, unlisted = await anyio.to_thread.run_sync(discover, self.agent, sources)
+        await anyio.to_thread.run_sync(self._note_unreadable, unlisted)
         counts = await self._index(store, files, prune=sources, keep=unlisted, full=False, progress=progress)
         self._state.dirty = False
         self._state.dirty_sessions.clear()
         return False, counts
+
+    def _note_unreadable(self, unlisted: Sequence[Unlisted]) -> None:
+        """What could not be listed marks the agent degraded (status and every search say so)."""
+        places = degraded_places(self.agent, unlisted_paths(self.agent, unlisted))
+        self._state.degraded = track(self.agent.id, self._state.degraded, places)
 
     async def _index(
         self,
@@ -163,6 +170,7 @@ class Indexer:
             tmp_store = await anyio.to_thread.run_sync(rebuild.open)
             sources = plan.effective_sources(self.agent)
             files, unlisted = await anyio.to_thread.run_sync(discover, self.agent, sources)
+            await anyio.to_thread.run_sync(self._note_unreadable, unlisted)
             counts = await self._index(tmp_store, files, prune=(), full=True, progress=progress)
             live = self._database.store
             await anyio.to_thread.run_sync(refuse_to_lose_rows, live, counts.unreadable, unlisted)

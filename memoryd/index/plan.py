@@ -8,6 +8,10 @@ index is rebuilt from scratch.
 from __future__ import annotations
 
 import hashlib
+import os
+import stat
+from collections.abc import Sequence
+from pathlib import Path
 
 import orjson
 
@@ -16,13 +20,32 @@ from memoryd.embeddings.base import Fingerprint
 from memoryd.store.index import IndexMeta, now_ms
 
 
-def effective_sources(agent: AgentConfig) -> tuple[str, ...]:
-    """The configured sources that exist: no sessions without a sessions directory."""
+def effective_sources(agent: AgentConfig, indexed: Sequence[str] | None = None) -> tuple[str, ...]:
+    """The configured sources that exist: no sessions without a sessions directory.
+
+    A sessions directory that cannot be inspected now (a folder above it is unreadable) changes
+    nothing: sessions count as they do in `indexed` (the sources the index was built with), or
+    as present when that is not known — an unreadable folder must never look like a deleted one.
+    """
     configured = agent.settings.sources
     out = [s for s in ("memory", "sessions") if s in configured]
-    if "sessions" in out and not agent.sessions_dir.is_dir():
-        out.remove("sessions")
+    if "sessions" in out:
+        present = _is_dir(agent.sessions_dir)
+        if present is None:
+            present = indexed is None or "sessions" in indexed
+        if not present:
+            out.remove("sessions")
     return tuple(out)
+
+
+def _is_dir(path: Path) -> bool | None:
+    """Whether `path` is a folder; None when it cannot be inspected now."""
+    try:
+        return stat.S_ISDIR(os.stat(path).st_mode)
+    except (FileNotFoundError, NotADirectoryError):
+        return False
+    except OSError:
+        return None
 
 
 def scope_report(agent: AgentConfig) -> dict[str, object]:
@@ -41,13 +64,15 @@ def scope_hash(agent: AgentConfig) -> str:
     return hashlib.sha256(orjson.dumps(data)).hexdigest()
 
 
-def desired_meta(agent: AgentConfig, fp: Fingerprint, vector_dims: int | None) -> IndexMeta:
+def desired_meta(
+    agent: AgentConfig, fp: Fingerprint, vector_dims: int | None, *, indexed: Sequence[str] | None = None
+) -> IndexMeta:
     settings = agent.settings
     return IndexMeta(
         model=fp.model,
         provider=fp.provider,
         provider_key=fp.provider_key,
-        sources=effective_sources(agent),
+        sources=effective_sources(agent, indexed),
         scope_hash=scope_hash(agent),
         chunk_tokens=settings.chunking.tokens,
         chunk_overlap=settings.chunking.overlap,
@@ -67,7 +92,7 @@ def full_reindex_reasons(
     """
     if meta is None:
         return ["no index metadata"]
-    want = desired_meta(agent, fp, None)
+    want = desired_meta(agent, fp, None, indexed=meta.sources)
     checks = [
         (meta.model != want.model, f"model {meta.model} -> {want.model}"),
         (meta.provider != want.provider, f"provider {meta.provider} -> {want.provider}"),

@@ -80,3 +80,55 @@ class SessionDeltaTracker:
         state.pending_bytes = max(0, state.pending_bytes - self.delta_bytes) if self.delta_bytes > 0 else 0
         state.pending_messages = max(0, state.pending_messages - self.delta_messages) if self.delta_messages > 0 else 0
         return True
+
+
+class TranscriptFeed:
+    """Transcripts that grew and are not indexed yet, with the time of each one's last event.
+
+    While a transcript keeps growing, the delta thresholds decide when it is synced (spec §3.8);
+    once it has been quiet for `quiet_s` (no event), whatever growth is left is synced too, so a
+    short conversation never waits for an unrelated sync. Until then it counts as pending. Times
+    are the event loop's clock (`anyio.current_time()`); no I/O here.
+    """
+
+    def __init__(self, quiet_s: float) -> None:
+        self.quiet_s = quiet_s
+        self._last_event: dict[Path, float] = {}
+
+    def __len__(self) -> int:
+        return len(self._last_event)
+
+    def paths(self) -> set[Path]:
+        return set(self._last_event)
+
+    def event(self, path: Path, now: float) -> None:
+        self._last_event[path] = now
+
+    def seen_before(self, moment: float) -> bool:
+        """Whether a transcript that grew before `moment` is still waiting."""
+        return any(at <= moment for at in self._last_event.values())
+
+    def next_check(self) -> float | None:
+        """When the transcript that went quiet first may be quiet for long enough (None: nothing waits)."""
+        if not self._last_event:
+            return None
+        return min(self._last_event.values()) + self.quiet_s
+
+    def snapshot(self) -> dict[Path, float]:
+        return dict(self._last_event)
+
+    def quiet(self, snapshot: dict[Path, float], now: float) -> list[Path]:
+        return sorted(p for p, at in snapshot.items() if now - at >= self.quiet_s)
+
+    def settle(self, snapshot: dict[Path, float], quiet: list[Path]) -> None:
+        """The quiet transcripts of `snapshot` were looked at (and synced if they had grown): forget them,
+        unless a new event came meanwhile."""
+        for path in quiet:
+            if self._last_event.get(path) == snapshot.get(path):
+                del self._last_event[path]
+
+    def indexed(self, paths: tuple[Path, ...] | None, *, since: float) -> None:
+        """A sync that began at `since` indexed `paths` (None: every transcript): events before it are covered."""
+        for path, at in list(self._last_event.items()):
+            if at <= since and (paths is None or path in paths):
+                del self._last_event[path]

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 
 import orjson
 
+from memoryd.index.roots import Unreadable
 from memoryd.index.sync import SyncCounts
 from memoryd.isotime import iso
 
@@ -36,6 +37,7 @@ class SyncReport:
     duration_ms: int
     at_ms: int
     error: str | None = None
+    degraded: list[dict[str, str]] = field(default_factory=list)  # places that could not be read
 
     def to_dict(self) -> dict[str, object]:
         return {
@@ -49,6 +51,7 @@ class SyncReport:
             "durationMs": self.duration_ms,
             "at": iso(self.at_ms),
             "error": self.error,
+            "degraded": self.degraded,
         }
 
 
@@ -72,6 +75,10 @@ class IndexState:
     last_sync_saved: str | None = None
     embedding_error: str | None = None
     provider_state: str = "none"  # none | loading | ready | unavailable
+    degraded: list[Unreadable] = field(default_factory=list)  # places the last listing could not read
+
+    def degraded_report(self) -> list[dict[str, str]]:
+        return [u.to_dict() for u in self.degraded]
 
     def freshness(self) -> dict[str, object]:
         """The `freshness` block of every search answer."""
@@ -79,6 +86,7 @@ class IndexState:
             "indexedAt": iso(self.indexed_at),
             "pending": self.pending,
             "dirty": self.dirty or bool(self.dirty_sessions),
+            "degraded": self.degraded_report(),
         }
 
     def report(self) -> dict[str, object]:

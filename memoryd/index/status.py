@@ -18,6 +18,7 @@ ORDER: dict[str, tuple[str, ...]] = {
     "files": (),
     "chunks": (),
     "dirty": (),
+    "degraded": (),
     "workspaceDir": (),
     "sessionsDir": (),
     "dbPath": (),

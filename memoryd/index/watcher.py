@@ -7,11 +7,17 @@ appearance or removal of any root are checked by a cheap stat poll every `poll_s
 also restarts the watcher on a new root set — so folders and extra paths created after start are
 picked up. When the OS watcher fails (inotify limits, EMFILE) the watcher falls back to polling
 and every actor's status says so.
+
+A root that exists but cannot be read (EACCES) is left out of the watch and probed by the same
+poll; it is part of the root set, so the watch restarts and the agent syncs (and recovers) as
+soon as it is readable again — and as soon as a readable root becomes unreadable. Whatever goes
+wrong in here is logged and retried with backoff: the daemon never stops because the watcher did.
 """
 
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,6 +28,7 @@ import watchfiles
 from anyio.abc import TaskStatus
 
 from memoryd.index.actor import AgentIndex
+from memoryd.index.roots import place_error, still_unreadable, unreadable_roots
 from memoryd.sources.discovery import IGNORED_DIRS, ROOT_NOTES
 from memoryd.sources.transcripts import is_transcript_name
 
@@ -30,6 +37,8 @@ log = structlog.get_logger(__name__)
 POLL_S = 2.0
 WATCH_DEBOUNCE_MS = 100
 POLLING_DELAY_MS = 500
+RETRY_MAX_S = 60.0
+"""The longest pause before the watcher tries again after an unexpected error (it doubles from POLL_S)."""
 STOP_CHECK_MS = 250
 """How often the watch thread looks at its stop event. watchfiles' default (5 s) made every shutdown
 and every watcher restart wait up to five seconds for the thread to notice."""
@@ -39,6 +48,8 @@ and every watcher restart wait up to five seconds for the thread to notice."""
 class _Roots:
     recursive: tuple[str, ...]
     notes: tuple[str, ...]
+    unreadable: tuple[str, ...] = ()
+    """Roots and folders that exist but cannot be read now: when one recovers, the set changes."""
 
 
 def _inside(path: str, root: str) -> bool:
@@ -48,6 +59,15 @@ def _inside(path: str, root: str) -> bool:
 def _ignored(path: str, root: str) -> bool:
     rel = os.path.relpath(path, root)
     return any(part.lower() in IGNORED_DIRS for part in Path(rel).parts)
+
+
+def _is_dir(path: Path) -> bool:
+    """A real folder (not a symlink to one); False when it cannot be inspected."""
+    try:
+        mode = os.lstat(path).st_mode
+    except OSError:
+        return False
+    return stat.S_ISDIR(mode)
 
 
 def _stat_key(path: str) -> tuple[int, int] | None:
@@ -64,6 +84,7 @@ class Watcher:
         self._poll_s = poll_s
         self.polling = bool(os.environ.get("MEMORYD_FORCE_POLLING"))
         self.error: str | None = None
+        self.failure: str | None = None  # the last unexpected error, until the watcher runs again
         # watchfiles' ignore_permission_denied also swallows "watch limit reached" (the watch then
         # silently misses folders), so it is turned on only after a folder was found unreadable.
         self._skip_unreadable = False
@@ -77,62 +98,95 @@ class Watcher:
         return [a for a in self._actors() if a.settings.sync.watch]
 
     def _roots(self) -> _Roots:
+        """What to watch now. Never raises: a root that cannot be inspected is `unreadable`, not watched."""
         recursive: set[str] = set()
         notes: set[str] = set()
+        unreadable: set[str] = set()
         for actor in self._watched():
             agent = actor.agent
+            blocked = [u.path for u in unreadable_roots(agent)]
+            # Sub-folders the last sync could not list: probed too, so their recovery is noticed.
+            blocked += [u.path for u in still_unreadable(actor.engine.state.degraded)]
+            unreadable.update(blocked)
+
+            def usable(path: Path, blocked: list[str] = blocked) -> bool:
+                return not any(_inside(str(path), b) for b in blocked)
+
             if "memory" in agent.settings.sources:
                 memory_dir = agent.workspace / "memory"
-                if memory_dir.is_dir() and not memory_dir.is_symlink():
+                if usable(memory_dir) and _is_dir(memory_dir):
                     recursive.add(str(memory_dir))
                 notes.update(str(agent.workspace / n) for n in ROOT_NOTES)
                 for extra in agent.extra_paths:
-                    if extra.is_dir() and not extra.is_symlink():
+                    if not usable(extra):
+                        continue
+                    if _is_dir(extra):
                         recursive.add(str(extra))
-                    elif extra.parent.is_dir():
+                    elif _is_dir(extra.parent) and place_error(extra.parent) is None:
                         recursive.add(str(extra.parent))
                         notes.add(str(extra))
                     else:
                         notes.add(str(extra))
-            if "sessions" in agent.settings.sources and agent.sessions_dir.is_dir():
+            if "sessions" in agent.settings.sources and usable(agent.sessions_dir) and _is_dir(agent.sessions_dir):
                 recursive.add(str(agent.sessions_dir))
         # Drop roots nested in other roots: one recursive watch covers them.
         ordered = sorted(recursive)
         kept = [r for r in ordered if not any(_inside(r, o) and r != o for o in ordered)]
-        return _Roots(tuple(kept), tuple(sorted(notes)))
+        return _Roots(tuple(kept), tuple(sorted(notes)), tuple(sorted(unreadable)))
 
     def _set_mode(self) -> None:
         mode = "polling" if self.polling else "inotify"
         for actor in self._actors():
             actor.watch_mode = mode if actor.settings.sync.watch else "off"
-            actor.watch_error = self.error
+            actor.watch_error = self.error or self.failure
 
     async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
         started = False
         previous: _Roots | None = None
         replaced = False
+        delay = self._poll_s
         while True:
-            roots = await anyio.to_thread.run_sync(self._roots)
-            if previous is not None and (roots != previous or replaced):
-                # A root appeared, vanished or was replaced: files may have changed before the new watch began.
-                for actor in self._watched():
-                    actor.files_changed()
-            previous = roots
-            replaced = False
-            self._set_mode()
-            stop = anyio.Event()
-            self._restart = stop
-            async with anyio.create_task_group() as tg:
-                tg.start_soon(self._poll_roots, roots, stop)
+            try:
+                roots = await anyio.to_thread.run_sync(self._roots)
+                if previous is not None and (roots != previous or replaced):
+                    # A root appeared, vanished, was replaced or became (un)readable: files may have
+                    # changed before the new watch began.
+                    for actor in self._watched():
+                        actor.files_changed()
+                if previous is not None and roots.unreadable != previous.unreadable:
+                    log.info("unreadable memory sources changed", unreadable=list(roots.unreadable))
+                previous = roots
+                replaced = False
+                if not roots.unreadable:
+                    self._skip_unreadable = False  # nothing is unreadable: a permission error means news again
+                self.failure = None
+                self._set_mode()
+                stop = anyio.Event()
+                self._restart = stop
+                async with anyio.create_task_group() as tg:
+                    tg.start_soon(self._poll_roots, roots, stop)
+                    if not started:
+                        task_status.started()
+                        started = True
+                    if roots.recursive:
+                        replaced = await self._watch(roots, stop)
+                    else:
+                        await stop.wait()
+                    stop.set()
+                    tg.cancel_scope.cancel()
+                delay = self._poll_s
+            except Exception as exc:  # a bug or an unforeseen OS error: never take the daemon down with it
+                log.exception("file watcher failed; trying again", retry_in_s=delay)
+                self.failure = f"watcher failed: {exc}"
+                self._set_mode()
                 if not started:
                     task_status.started()
                     started = True
-                if roots.recursive:
-                    replaced = await self._watch(roots, stop)
-                else:
-                    await stop.wait()
-                stop.set()
-                tg.cancel_scope.cancel()
+                await anyio.sleep(delay)
+                delay = min(delay * 2, RETRY_MAX_S)
+                previous, replaced = None, False
+                for actor in self._watched():
+                    actor.files_changed()  # events may have been lost: reconcile
 
     async def _watch(self, roots: _Roots, stop: anyio.Event) -> bool:
         """Watch until `stop`; True when a root itself was removed or replaced (its watch is then dead)."""
@@ -190,7 +244,7 @@ class Watcher:
             if changed:
                 self.route(changed)
             if await anyio.to_thread.run_sync(self._roots) != roots:
-                stop.set()
+                stop.set()  # a root appeared, vanished, or became readable or unreadable
                 return
 
     def route(self, paths: Iterable[str]) -> None:

@@ -1,0 +1,134 @@
+"""Freshness of a running agent: what is saved becomes searchable, whatever the clients do.
+
+Real actors, the real watcher and real file changes. Every wait is a condition under a deadline
+(`anyio.fail_after`); none of these tests asserts how long anything took.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+import anyio
+import pytest
+
+from memoryd.config import AgentConfig
+from memoryd.index.actor import AgentIndex
+from memoryd.index.watcher import Watcher
+from tests.conftest import AgentFactory, transcript_line, write
+
+pytestmark = pytest.mark.anyio
+
+DEADLINE_S = 30.0
+"""Far above any debounce these tests configure: reaching it means the change was never indexed."""
+
+
+@asynccontextmanager
+async def running(*agents: AgentConfig, watch: bool = True) -> AsyncIterator[list[AgentIndex]]:
+    """The agents' actors (and the watcher, when `watch`), after each one's first sync."""
+    actors = [AgentIndex(agent) for agent in agents]
+    async with anyio.create_task_group() as tg:
+        for actor in actors:
+            await tg.start(actor.run)
+        if watch:
+            await tg.start(Watcher(lambda: actors).run)
+        for actor in actors:
+            await actor.request_sync("test")
+        yield actors
+        tg.cancel_scope.cancel()
+
+
+async def paths(actor: AgentIndex, query: str, *, wait_fresh_ms: int | None = None) -> list[str]:
+    resp = await actor.search(query, max_results=5, min_score=0, corpus="all", wait_fresh_ms=wait_fresh_ms)
+    return [r.path for r in resp.results]
+
+
+async def test_a_note_saved_while_the_agent_searches_back_to_back_becomes_searchable(
+    workspace: Path, make_agent: AgentFactory
+) -> None:
+    # Every search finds the index dirty and asks for a sync: that must never hold the sync back.
+    agent = make_agent(workspace, sync={"watch_debounce_ms": 300})
+    async with running(agent) as (actor,):
+        write(workspace / "memory" / "zebra.md", "The zebra crossing outside is freshly painted.\n")
+        with anyio.fail_after(DEADLINE_S):
+            while await paths(actor, "zebra crossing") != ["memory/zebra.md"]:
+                pass  # the next search, at once: a client searching back to back
+
+
+async def test_a_note_is_indexed_while_another_file_keeps_changing(workspace: Path, make_agent: AgentFactory) -> None:
+    # A file rewritten more often than the debounce would postpone every sync for good without a max-wait.
+    agent = make_agent(workspace, sync={"watch_debounce_ms": 1000, "on_search": False})
+    busy = workspace / "memory" / "busy.md"
+    async with running(agent) as (actor,):
+        write(workspace / "memory" / "ibis.md", "A scarlet ibis wades in the lagoon.\n")
+        found = anyio.Event()
+
+        async def keep_writing() -> None:
+            n = 0
+            while not found.is_set():
+                n += 1
+                await anyio.Path(busy).write_text(f"Busy log line {n}.\n")
+                await anyio.sleep(0.1)  # pacing of the writer (ten saves a second), not synchronisation
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(keep_writing)
+            with anyio.fail_after(DEADLINE_S):
+                while True:
+                    if await paths(actor, "scarlet ibis") == ["memory/ibis.md"]:
+                        break
+                    await anyio.sleep(0.05)  # a bounded re-query, not synchronisation
+            found.set()
+
+
+async def test_a_short_transcript_is_pending_then_indexed_when_it_goes_quiet(
+    workspace: Path, make_agent: AgentFactory
+) -> None:
+    # Two messages are far below the delta thresholds (50 lines / 100 kB): they are indexed once the
+    # transcript has been quiet for sessions.debounce_ms, and counted as pending until then.
+    agent = make_agent(workspace, sync={"watch": False, "on_search": False, "sessions": {"debounce_ms": 200}})
+    chat = workspace / "sessions" / "short.jsonl"
+    async with running(agent, watch=False) as (actor,):
+        write(chat, transcript_line("user", "Where is the pelican?") + "\n")
+        with chat.open("a") as fh:
+            fh.write(transcript_line("assistant", "The pelican sleeps on pier nine.") + "\n")
+        actor.transcript_updated(chat)  # a client's "transcript updated" event
+        resp = await actor.search("pelican pier", max_results=5, min_score=0, corpus="all", wait_fresh_ms=None)
+        assert resp.freshness["dirty"] is True
+        assert resp.freshness["pending"] == 1
+        assert (await actor.status())["pendingTranscripts"] == 1
+        with anyio.fail_after(DEADLINE_S):
+            while True:
+                fresh = (await actor.status())["pendingTranscripts"] == 0 and not actor.engine.freshness()["dirty"]
+                if fresh:
+                    break
+                await anyio.sleep(0.05)  # polling status under a deadline
+        assert await paths(actor, "pelican pier") == ["sessions/short.jsonl"]
+        resp = await actor.search("pelican pier", max_results=5, min_score=0, corpus="all", wait_fresh_ms=None)
+        assert (resp.freshness["pending"], resp.freshness["dirty"]) == (0, False)
+
+        # More growth below the thresholds: a search that waits for freshness covers it.
+        with chat.open("a") as fh:
+            fh.write(transcript_line("user", "And the walrus naps on pier ten.") + "\n")
+        actor.transcript_updated(chat)
+        with anyio.fail_after(DEADLINE_S):
+            assert await paths(actor, "walrus naps", wait_fresh_ms=20_000) == ["sessions/short.jsonl"]
+
+
+async def test_wait_fresh_sees_a_write_the_watcher_has_not_reported(workspace: Path, make_agent: AgentFactory) -> None:
+    # No watcher at all: only the stat pass of a waiting search can know about these changes.
+    agent = make_agent(workspace, sync={"watch": False, "on_search": False})
+    async with running(agent, watch=False) as (actor,):
+        write(workspace / "memory" / "otter.md", "The otter family moved upstream.\n")
+        (workspace / "memory" / "projects" / "garden.md").unlink()
+        with anyio.fail_after(DEADLINE_S):
+            assert await paths(actor, "otter family", wait_fresh_ms=20_000) == ["memory/otter.md"]
+            assert await paths(actor, "tomatoes basil") == []
+        with (workspace / "sessions" / "s1.jsonl").open("a") as fh:
+            fh.write(transcript_line("user", "Remind me about the quince jam.") + "\n")
+        with anyio.fail_after(DEADLINE_S):
+            assert await paths(actor, "quince jam", wait_fresh_ms=20_000) == ["sessions/s1.jsonl"]
+        # Nothing changed: a waiting search answers without a sync.
+        syncs = actor.engine.state.last_sync
+        assert await paths(actor, "quince jam", wait_fresh_ms=20_000) == ["sessions/s1.jsonl"]
+        assert actor.engine.state.last_sync is syncs
