@@ -326,6 +326,12 @@ def cmd_search(args: argparse.Namespace, cfg: Config, out: TextIO) -> int:
 
         resp = _run_engine(agent, body, writer=False, embed=True)
     out.write(_dump(resp) + "\n" if args.json else format_search(resp))
+    fresh = resp.get("freshness")
+    degraded = fresh.get("degraded") if isinstance(fresh, dict) else None
+    for place in degraded if isinstance(degraded, list) else []:
+        sys.stderr.write(
+            f"memoryd: cannot read {place.get('path')} ({place.get('reason')}): its newer changes are missed\n"
+        )
     return EXIT_OK
 
 

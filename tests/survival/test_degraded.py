@@ -210,6 +210,10 @@ def test_the_cli_reports_an_unreadable_extra_path_in_process(tmp_path: Path, roo
     with unreadable(root / "shelf"):
         done = memoryd("index")
         shown = memoryd("status")
+        found = memoryd("search", "otter canoe")
+    extra = str(root / "shelf" / "extra")
     assert done.returncode == 0, done.stderr
-    assert f"{root / 'shelf' / 'extra'}" in done.stdout and "Permission denied" in done.stdout
-    assert f"{root / 'shelf' / 'extra'}" in shown.stdout and "Permission denied" in shown.stdout
+    assert extra in done.stdout and "Permission denied" in done.stdout
+    assert extra in shown.stdout and "Permission denied" in shown.stdout
+    assert "otter.md" in found.stdout  # the rows are kept
+    assert extra in found.stderr and "Permission denied" in found.stderr
