@@ -345,7 +345,7 @@ class QmdBackend:
                 out = await self.runner.run(args, timeout_s=timeout_s)
                 if out.truncated:
                     raise QmdOutputError(f"qmd {mode} printed more than {self.runner.max_output_bytes} bytes")
-                found[i] = parse_search_output(out.stdout, out.stderr, collection=group[0].name)
+                found[i] = parse_search_output(out.stdout, out.stderr, collection=group[0].name, command=mode)
             except QmdError as exc:
                 errors.append(exc)
 

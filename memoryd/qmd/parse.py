@@ -158,14 +158,20 @@ def _says_no_results(text: str) -> bool:
     return any(_NO_RESULTS.match(line) for line in lines if line)
 
 
-def parse_search_output(stdout: str, stderr: str = "", *, collection: str = "") -> list[QmdHit]:
-    """Hits from `qmd search|vsearch|query --json`; noise around the array and "No results found" are fine."""
+def parse_search_output(
+    stdout: str, stderr: str = "", *, collection: str = "", command: str = "search"
+) -> list[QmdHit]:
+    """Hits from `qmd search|vsearch|query --json`; noise around the array and "No results found" are fine.
+
+    Errors name the command that printed the output (`qmd query returned invalid JSON`), so a log line
+    says which search mode misbehaved.
+    """
     out = stdout.strip()
     if not out:
         if stderr.strip() and _says_no_results(stderr):
             return []
         detail = f" (stderr: {summarise(stderr)})" if stderr.strip() else ""
-        raise QmdOutputError(f"qmd returned no JSON on stdout{detail}")
+        raise QmdOutputError(f"qmd {command} returned no JSON on stdout{detail}")
     try:
         payload: object = orjson.loads(out)
     except orjson.JSONDecodeError:
@@ -173,10 +179,10 @@ def parse_search_output(stdout: str, stderr: str = "", *, collection: str = "") 
         if payload is None:
             if _says_no_results(out):
                 return []
-            raise QmdOutputError(f"qmd returned invalid JSON: {summarise(out, 120)}") from None
+            raise QmdOutputError(f"qmd {command} returned invalid JSON: {summarise(out, 120)}") from None
     hits = _as_hits(payload, collection)
     if hits is None:
-        raise QmdOutputError(f"qmd JSON is not a list of results: {summarise(out, 120)}")
+        raise QmdOutputError(f"qmd {command} JSON is not a list of results: {summarise(out, 120)}")
     return hits
 
 

@@ -83,6 +83,14 @@ def test_anything_else_is_an_output_error(stdout: str) -> None:
         parse_search_output(stdout)
 
 
+@pytest.mark.parametrize("command", ["search", "vsearch", "query"])
+def test_invalid_json_names_the_command_that_printed_it(command: str) -> None:
+    with pytest.raises(QmdOutputError, match=f"^qmd {command} returned invalid JSON: "):
+        parse_search_output("{not json", command=command)
+    with pytest.raises(QmdOutputError, match=f"^qmd {command} returned no JSON on stdout"):
+        parse_search_output("", "sqlite exploded\n", command=command)
+
+
 def test_empty_stdout_with_an_unrelated_stderr_is_an_error_that_quotes_stderr() -> None:
     with pytest.raises(QmdOutputError, match="sqlite exploded"):
         parse_search_output("", "sqlite exploded\n")
