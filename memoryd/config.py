@@ -410,13 +410,54 @@ def normalise(s: MemorySearchSettings) -> MemorySearchSettings:
 
 AGENT_ONLY_KEYS = ("workspace", "sessions_dir")
 
+APPENDED_LISTS = ("extra_paths", "qmd.paths", "qmd.extra_collections")
+"""List-valued keys an agent adds to instead of replacing: `[defaults]` first, then the agent's, de-duplicated
+in order (OpenClaw concatenates `extraPaths` and `qmd.extraCollections`; `memory.qmd.paths` is global there,
+so every agent keeps it). Every other list (`sources`) and table of strings
+(`remote.headers`, `query.rerank.headers`) is one value: an agent's replaces the defaults' whole."""
+
+
+def _nested(data: Mapping[str, object], dotted: str) -> bool:
+    """Whether the raw override table sets `dotted` (so the agent's list is to be appended)."""
+    node: object = data
+    for part in dotted.split("."):
+        if not isinstance(node, Mapping) or part not in node:
+            return False
+        node = node[part]
+    return True
+
+
+def _get(obj: object, dotted: str) -> object:
+    for part in dotted.split("."):
+        obj = getattr(obj, part)
+    return obj
+
+
+def _with(obj: T, dotted: str, value: object) -> T:
+    head, _, rest = dotted.partition(".")
+    if not rest:
+        return dataclasses.replace(obj, **{head: value})  # type: ignore[type-var]
+    return dataclasses.replace(obj, **{head: _with(getattr(obj, head), rest, value)})  # type: ignore[type-var]
+
+
+def _append_lists(
+    defaults: MemorySearchSettings, merged: MemorySearchSettings, overrides: Mapping[str, object]
+) -> MemorySearchSettings:
+    for dotted in APPENDED_LISTS:
+        if _nested(overrides, dotted):
+            combined = (*_get(defaults, dotted), *_get(merged, dotted))  # type: ignore[misc]
+            if dotted == "extra_paths":
+                combined = tuple(p.strip() for p in combined if isinstance(p, str) and p.strip())
+            merged = _with(merged, dotted, tuple(dict.fromkeys(combined)))
+    return merged
+
 
 def _agent(agent_id: str, table: Mapping[str, object], defaults: MemorySearchSettings, state_dir: Path) -> AgentConfig:
     if not AGENT_ID_RE.match(agent_id):
         raise ConfigError(f"agents.{agent_id}", "agent ids use letters, digits, '.', '_' and '-' (max 64)")
     prefix = f"agents.{agent_id}"
     overrides = {k: v for k, v in table.items() if k not in AGENT_ONLY_KEYS}
-    settings = normalise(merge(defaults, overrides, prefix))
+    settings = normalise(_append_lists(defaults, merge(defaults, overrides, prefix), overrides))
     settings = dataclasses.replace(settings, qmd=normalise_qmd(settings.qmd, f"{prefix}.qmd"))
     raw_ws = table.get("workspace")
     if raw_ws is None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pytest
@@ -137,6 +138,69 @@ def test_extra_paths_resolve_against_the_workspace_and_dedupe(tmp_path: Path) ->
         {"agents": {"a": {"workspace": str(tmp_path), "extra_paths": ["notes", " notes ", "", "/abs/x.md"]}}}
     )
     assert cfg.agent("a").extra_paths == (tmp_path / "notes", Path("/abs/x.md"))
+
+
+def test_an_agents_extra_paths_add_to_the_defaults_without_duplicates(tmp_path: Path) -> None:
+    """OpenClaw concatenates defaults' and agent's `extraPaths`, trims, drops empties, de-duplicates in order."""
+    cfg = config_mod.build(
+        {
+            "defaults": {"extra_paths": ["/shared/team", "/shared/wiki"]},
+            "agents": {
+                "a": {"workspace": str(tmp_path), "extra_paths": [" /shared/wiki ", "", "own"]},
+                "b": {"workspace": str(tmp_path)},
+            },
+        }
+    )
+    assert cfg.agent("a").settings.extra_paths == ("/shared/team", "/shared/wiki", "own")
+    assert cfg.agent("a").extra_paths == (Path("/shared/team"), Path("/shared/wiki"), tmp_path / "own")
+    assert cfg.agent("b").settings.extra_paths == ("/shared/team", "/shared/wiki")
+
+
+def test_qmd_collection_lists_add_to_the_defaults() -> None:
+    shared = {"path": "/srv/shared", "name": "shared"}
+    cfg = config_mod.build(
+        {
+            "defaults": {"qmd": {"paths": [shared], "extra_collections": [shared]}},
+            "agents": {"a": {"qmd": {"paths": [{"path": "/srv/a"}, shared], "extra_collections": [{"path": "x"}]}}},
+        }
+    )
+    q = cfg.agent("a").settings.qmd
+    assert [p.path for p in q.paths] == ["/srv/shared", "/srv/a"]
+    assert [p.path for p in q.extra_collections] == ["/srv/shared", "x"]
+
+
+def test_enumerations_and_header_tables_replace_the_defaults_whole() -> None:
+    cfg = config_mod.build(
+        {
+            "defaults": {"sources": ["memory", "sessions"], "remote": {"headers": {"X-A": "1", "X-B": "2"}}},
+            "agents": {"a": {"sources": ["memory"], "remote": {"headers": {"X-C": "3"}}}},
+        }
+    )
+    s = cfg.agent("a").settings
+    assert s.sources == ("memory",)
+    assert s.remote.headers == {"X-C": "3"}
+
+
+def test_every_list_valued_key_has_a_documented_merge_rule() -> None:
+    """A new list key must be sorted into appended or replaced, and the README must say which."""
+    readme = (Path(__file__).parents[1] / "README.md").read_text()
+    for dotted in config_mod.APPENDED_LISTS:
+        assert f"`{dotted}`" in readme.split("### How `[defaults]` and an agent combine", 1)[1]
+    lists = []
+
+    def walk(obj: object, prefix: str) -> None:
+        for f in dataclasses.fields(obj):  # type: ignore[arg-type]
+            value = getattr(obj, f.name)
+            key = f"{prefix}{f.name.rstrip('_')}"
+            if dataclasses.is_dataclass(value):
+                walk(value, key + ".")
+            elif isinstance(value, tuple | dict):
+                lists.append(key)
+
+    walk(config_mod.MemorySearchSettings(), "")
+    section = readme.split("### How `[defaults]` and an agent combine", 1)[1].split("\n## ", 1)[0]
+    for key in lists:
+        assert f"`{key}`" in section, key
 
 
 def test_to_dict_round_trips_every_key_name() -> None:
