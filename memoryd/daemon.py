@@ -58,10 +58,16 @@ class DaemonService:
         min_score: float | None,
         corpus: Corpus,
         wait_fresh_ms: int | None,
+        session_key: str | None = None,
     ) -> dict[str, object]:
         actor = await self._actor(agent)
         resp = await actor.search(
-            query, max_results=max_results, min_score=min_score, corpus=corpus, wait_fresh_ms=wait_fresh_ms
+            query,
+            max_results=max_results,
+            min_score=min_score,
+            corpus=corpus,
+            wait_fresh_ms=wait_fresh_ms,
+            session_key=session_key,
         )
         return resp.to_dict()
 

@@ -28,6 +28,7 @@ from memoryd.isotime import iso
 from memoryd.qmd.backend import QmdBackend
 from memoryd.qmd.fallback import FallbackSearcher
 from memoryd.qmd.updates import EmbedGate
+from memoryd.search.citations import cite
 from memoryd.search.request import SearchRequest, SearchResponse
 from memoryd.sources.readfile import FileSlice
 
@@ -165,14 +166,20 @@ class AgentIndex:
         min_score: float | None,
         corpus: str,
         wait_fresh_ms: int | None,
+        session_key: str | None = None,
     ) -> SearchResponse:
-        """Search through QMD when it is the agent's backend (it falls back to the builtin index itself)."""
+        """Search through QMD when it is the agent's backend (it falls back to the builtin index itself),
+        then add citations per the agent's `citations` setting."""
         request = SearchRequest(
-            query, max_results=max_results, min_score=min_score, corpus=corpus, wait_fresh_ms=wait_fresh_ms
+            query,
+            max_results=max_results,
+            min_score=min_score,
+            corpus=corpus,
+            wait_fresh_ms=wait_fresh_ms,
+            session_key=session_key,
         )
-        if self.qmd is not None:
-            return await self.qmd.search(request)
-        return await self._builtin_search(request)
+        resp = await self.qmd.search(request) if self.qmd is not None else await self._builtin_search(request)
+        return cite(resp, self.agent.settings.citations, session_key)
 
     async def _builtin_search(self, request: SearchRequest) -> SearchResponse:
         scheduler = self.scheduler

@@ -35,6 +35,7 @@ from memoryd.index.state import IndexState, Progress, ProgressFn, RecoveryStats,
 from memoryd.index.status import assemble
 from memoryd.index.sync import SyncCounts
 from memoryd.isotime import iso
+from memoryd.search.citations import cite
 from memoryd.search.request import Corpus, SearchMode, SearchRequest, SearchResponse, corpus_sources
 from memoryd.search.searcher import Searcher
 from memoryd.sources.readfile import FileSlice, read_memory_file
@@ -292,10 +293,13 @@ class IndexEngine:
         min_score: float | None = None,
         corpus: Corpus = "all",
         mode: SearchMode = "auto",
+        session_key: str | None = None,
     ) -> SearchResponse:
-        """`searcher.search` with the request spelled out (for callers written before `SearchRequest`)."""
-        request = SearchRequest(query, max_results=max_results, min_score=min_score, corpus=corpus, mode=mode)
-        return await self.searcher.search(request)
+        """`searcher.search` with the request spelled out, decorated with citations as a client receives it."""
+        request = SearchRequest(
+            query, max_results=max_results, min_score=min_score, corpus=corpus, mode=mode, session_key=session_key
+        )
+        return cite(await self.searcher.search(request), self.agent.settings.citations, session_key)
 
     def read_file(self, path: str, *, from_line: int | None = None, lines: int | None = None) -> FileSlice:
         return read_memory_file(path, self.agent.workspace, self.agent.extra_paths, from_line=from_line, lines=lines)

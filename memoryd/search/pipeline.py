@@ -59,13 +59,8 @@ class SearchResult:
     score: float
     snippet: str
     source: str
-
-    @property
-    def citation(self) -> str:
-        """`path#L<s>` or `path#L<s>-L<e>` (spec §4.1)."""
-        if self.start_line == self.end_line:
-            return f"{self.path}#L{self.start_line}"
-        return f"{self.path}#L{self.start_line}-L{self.end_line}"
+    citation: str | None = None
+    """`path#L<s>-L<e>` once `search.citations` decorated the result; None when citations are off."""
 
     def to_dict(self) -> dict[str, object]:
         return {

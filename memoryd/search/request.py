@@ -28,6 +28,9 @@ class SearchRequest:
     mode: SearchMode = "auto"
     wait_fresh_ms: int | None = None
     """How long a caller that owns syncs (the actor, QMD) may wait for a fresher index; the searcher never waits."""
+    session_key: str | None = None
+    """OpenClaw's session key of the conversation asking (`agent:<id>:<rest>`): `citations = "auto"` leaves
+    the footer out when it names a channel or group."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,6 +43,7 @@ class SearchResponse:
     freshness: dict[str, object]
     vector_backend: VectorBackend | None = None  # which vector search ran: sqlite-vec KNN or exact
     rerank: dict[str, object] | None = None  # what the optional rerank stage did, when configured
+    citations: str | None = None  # the configured citations mode, once the results were decorated
 
     def to_dict(self) -> dict[str, object]:
         out: dict[str, object] = {
@@ -53,6 +57,8 @@ class SearchResponse:
         }
         if self.rerank is not None:
             out["rerank"] = self.rerank
+        if self.citations is not None:
+            out["citations"] = self.citations
         return out
 
 

@@ -159,6 +159,7 @@ async def _invoke(service: MemoryService, agent: str, name: str, arguments: dict
                 min_score=None if arguments.get("minScore") is None else float(arguments["minScore"]),
                 corpus=arguments["corpus"],
                 wait_fresh_ms=arguments.get("waitFresh"),
+                session_key=arguments.get("sessionKey"),
             )
         case "memory_get":
             return await service.get(

@@ -28,6 +28,7 @@ class MemoryService(Protocol):
         min_score: float | None,
         corpus: Corpus,
         wait_fresh_ms: int | None,
+        session_key: str | None = None,
     ) -> dict[str, object]:
         """Run `memory_search`; the result matches `protocol/memory_search.output.json`."""
         ...

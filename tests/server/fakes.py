@@ -45,6 +45,7 @@ class FakeMemoryService:
         min_score: float | None,
         corpus: Corpus,
         wait_fresh_ms: int | None,
+        session_key: str | None = None,
     ) -> dict[str, object]:
         files = self._files(agent)
         self.calls.append(
@@ -57,6 +58,7 @@ class FakeMemoryService:
                     "min_score": min_score,
                     "corpus": corpus,
                     "wait_fresh_ms": wait_fresh_ms,
+                    "session_key": session_key,
                 },
             )
         )

@@ -90,12 +90,25 @@ async def test_arguments_reach_the_service_with_schema_defaults(daemon: Path, se
             await client.call_tool("memory_search", {"query": "door"})
             await client.call_tool(
                 "memory_search",
-                {"query": "red", "maxResults": 2, "minScore": 1, "corpus": "sessions", "waitFresh": 250},
+                {
+                    "query": "red",
+                    "maxResults": 2,
+                    "minScore": 1,
+                    "corpus": "sessions",
+                    "waitFresh": 250,
+                    "sessionKey": "agent:beta:discord:channel:42",
+                },
             )
             await client.call_tool("memory_get", {"path": "MEMORY.md"})
             await client.call_tool("status", {})
-    defaults = {"max_results": None, "min_score": None, "corpus": "all", "wait_fresh_ms": None}
-    given = {"max_results": 2, "min_score": 1.0, "corpus": "sessions", "wait_fresh_ms": 250}
+    defaults = {"max_results": None, "min_score": None, "corpus": "all", "wait_fresh_ms": None, "session_key": None}
+    given = {
+        "max_results": 2,
+        "min_score": 1.0,
+        "corpus": "sessions",
+        "wait_fresh_ms": 250,
+        "session_key": "agent:beta:discord:channel:42",
+    }
     assert [(call.method, call.agent, call.arguments) for call in service.calls] == [
         ("search", "beta", {"query": "door", **defaults}),
         ("search", "beta", {"query": "red", **given}),
