@@ -84,6 +84,18 @@ def model_max_input_tokens(provider_id: str, model: str) -> int:
     return _UNKNOWN_MODEL_MAX_INPUT_TOKENS.get(provider_id.lower(), DEFAULT_MAX_INPUT_TOKENS)
 
 
+EMBEDDING_MAX_INPUT_BYTES = 8000
+"""OpenClaw's hard cap on one embedding input, in UTF-8 bytes (a safe upper bound of its tokens)."""
+
+
+def input_limit_bytes(provider_id: str, model: str) -> int:
+    """The largest chunk, in UTF-8 bytes, sent to this model in one input (spec §3.4):
+    `min(model's max input tokens, 8000)`, counting a byte as a token (never fewer tokens than bytes).
+    The local model reads the first 256 tokens of each input and never rejects a longer one, so it
+    gets OpenClaw's figure for local models (2048) rather than its own window."""
+    return min(model_max_input_tokens(provider_id, model), EMBEDDING_MAX_INPUT_BYTES)
+
+
 def parse_duration(value: str) -> float | None:
     """Seconds in a duration such as Google's "27s"/"0.5s" or OpenAI's "6m0s"/"20ms"; None if unreadable."""
     text = value.strip().lower()

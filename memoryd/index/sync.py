@@ -22,7 +22,7 @@ import structlog
 
 from memoryd.config import ChunkingSettings
 from memoryd.embeddings.base import Vectors
-from memoryd.sources.chunking import Chunk, chunk_markdown
+from memoryd.sources.chunking import Chunk, chunk_markdown, split_for_input_limit
 from memoryd.sources.discovery import SourceFile
 from memoryd.sources.transcripts import chunk_transcript, parse_transcript
 from memoryd.store.index import FileState, IndexStore
@@ -61,8 +61,20 @@ def read_source(path: os.PathLike[str] | str) -> bytes:
         return fh.read()
 
 
-def prepare(file: SourceFile, state: FileState | None, chunking: ChunkingSettings, *, full: bool) -> Prepared:
-    """Stat, read, hash and chunk one file, deciding whether its rows must change."""
+def prepare(
+    file: SourceFile,
+    state: FileState | None,
+    chunking: ChunkingSettings,
+    *,
+    full: bool,
+    max_input_bytes: int | None = None,
+) -> Prepared:
+    """Stat, read, hash and chunk one file, deciding whether its rows must change.
+
+    `max_input_bytes`: the embedding provider's input limit (spec §3.4); a chunk over it is split into
+    pieces within it (same lines), so a raised `chunking.tokens` never sends the provider an input it
+    rejects. None (keyword-only) keeps chunks whole, as OpenClaw does without a provider.
+    """
     try:
         st = os.stat(file.abs_path)
     except FileNotFoundError:
@@ -88,15 +100,22 @@ def prepare(file: SourceFile, state: FileState | None, chunking: ChunkingSetting
         chunks = chunk_transcript(transcript, chunking.tokens, chunking.overlap)
     else:
         chunks = chunk_markdown(data.decode("utf-8", errors="replace"), chunking.tokens, chunking.overlap)
+    if max_input_bytes is not None:
+        chunks = split_for_input_limit(chunks, max_input_bytes)
     return Prepared(
         file, Outcome.CHANGED, hash=digest, mtime_ns=st.st_mtime_ns, size=len(data), bad_lines=bad, chunks=chunks
     )
 
 
 def prepare_many(
-    files: Sequence[SourceFile], states: dict[str, FileState], chunking: ChunkingSettings, *, full: bool
+    files: Sequence[SourceFile],
+    states: dict[str, FileState],
+    chunking: ChunkingSettings,
+    *,
+    full: bool,
+    max_input_bytes: int | None = None,
 ) -> list[Prepared]:
-    return [prepare(f, states.get(f.path), chunking, full=full) for f in files]
+    return [prepare(f, states.get(f.path), chunking, full=full, max_input_bytes=max_input_bytes) for f in files]
 
 
 @dataclass(slots=True)

@@ -66,6 +66,27 @@ class EmbeddingFake(FakeHTTPServer, ABC):
         super().__init__()
         self.api_key = api_key
         self.dims = dims
+        self.max_input_bytes: int | None = None
+        """Refuse any input longer than this many UTF-8 bytes, as the provider refuses one over the
+        model's context (the provider counts tokens; a byte is never fewer than a token)."""
+        self.longest_input = 0
+        """The longest input (UTF-8 bytes) of any embedding request answered so far."""
+
+    def too_long(self, texts: Sequence[str]) -> str | None:
+        """The provider's words for an input over the model's context, or None when every input fits."""
+        sizes = [len(t.encode("utf-8", "surrogatepass")) for t in texts]
+        self.longest_input = max([self.longest_input, *sizes])
+        limit = self.max_input_bytes
+        worst = max(sizes, default=0)
+        if limit is None or worst <= limit:
+            return None
+        return self.context_message(worst, limit)
+
+    def context_message(self, size: int, limit: int) -> str:
+        return (
+            f"This model's maximum context length is {limit} tokens, however you requested {size} tokens "
+            "(0 in the messages, 0 in the completion). Please reduce the length of the messages."
+        )
 
     @abstractmethod
     def error_body(self, status: int, message: str, *, kind: str | None = None, code: str | None = None) -> Any:
@@ -210,7 +231,7 @@ class OpenAIFake(EmbeddingFake):
         dims = body.get(self.dimensions_field)
         if dims is not None and (not isinstance(dims, int) or dims < 1):
             return self.bad_request(f"'{self.dimensions_field}' must be a positive integer")
-        problem = self.extra_checks(body)
+        problem = self.extra_checks(body) or self.too_long(texts)
         if problem:
             return self.bad_request(problem)
         items = [
@@ -378,6 +399,12 @@ class GeminiFake(EmbeddingFake):
     def malformed_json(self) -> Reply:
         return Reply(200, b'{"embeddings": [{"values": [0.1, ', (("Content-Type", "application/json"),))
 
+    def context_message(self, size: int, limit: int) -> str:
+        return (
+            f"* BatchEmbedContentsRequest.requests[0].content: input token count {size} exceeds the maximum "
+            f"number of tokens allowed {limit}."
+        )
+
     def _check_request(self, item: object, model: str) -> str | None:
         if not isinstance(item, dict):
             return "Invalid JSON payload received. Request must be an object."
@@ -414,6 +441,9 @@ class GeminiFake(EmbeddingFake):
             if problem:
                 return self.bad_request(problem)
         texts = ["".join(p["text"] for p in item["content"]["parts"]) for item in items]
+        problem = self.too_long(texts)
+        if problem:
+            return self.bad_request(problem)
         dims = items[0].get("outputDimensionality")
         values = [{"values": v} for v in self.vectors(texts, dims, tweak)]
         if tweak.reverse:
@@ -489,6 +519,8 @@ class OllamaFake(EmbeddingFake):
             prompt = body.get("prompt")
             if not isinstance(prompt, str):
                 return self.bad_request("prompt is required")
+            if self.too_long([prompt]):
+                return self.error(500, "the input length exceeds the context length")
             vectors = self.vectors([prompt], None, tweak)
             return Reply.json({"embedding": vectors[0] if vectors else []})
         texts = body.get("input")
@@ -496,6 +528,8 @@ class OllamaFake(EmbeddingFake):
             texts = [texts]
         if not isinstance(texts, list) or not all(isinstance(t, str) for t in texts):
             return self.bad_request("invalid input type")
+        if self.too_long(texts):
+            return self.bad_request("the input length exceeds the context length")
         embeddings = self.vectors(texts, None, tweak)
         if tweak.reverse:
             embeddings.reverse()
