@@ -290,7 +290,10 @@ def format_search(resp: dict[str, object]) -> str:
         return "No matches.\n"
     parts = []
     for r in results:
-        snippet = str(r.get("snippet", "")).rstrip()
+        snippet = str(r.get("snippet", ""))
+        if r.get("citation"):  # the header line cites already, as OpenClaw's CLI prints it
+            snippet = snippet.removesuffix(f"\n\nSource: {r['citation']}")
+        snippet = snippet.rstrip()
         parts.append(f"{float(r['score']):.3f} {r['path']}:{r['startLine']}-{r['endLine']}\n{snippet}\n\n")
     return "".join(parts)
 

@@ -103,10 +103,15 @@ def _cli_search(tmp_path: Path, workspace: Path, citations: str, *extra: str) ->
     return out.getvalue()
 
 
-def test_the_cli_prints_the_footer_by_default_and_a_null_citation_when_off(tmp_path: Path, workspace: Path) -> None:
-    text = _cli_search(tmp_path, workspace, "auto")
-    assert text.splitlines()[0].endswith(" MEMORY.md:1-5")
-    assert "Favourite editor: helix.\n\nSource: MEMORY.md#L1-L5\n" in text
+def test_the_cli_json_carries_citations_and_its_text_cites_once(tmp_path: Path, workspace: Path) -> None:
+    on = json.loads(_cli_search(tmp_path, workspace, "auto", "--json"))
+    assert on["citations"] == "auto"
+    assert [(r["citation"], r["snippet"].endswith("\n\nSource: MEMORY.md#L1-L5")) for r in on["results"]] == [
+        ("MEMORY.md#L1-L5", True)
+    ]
+    text = _cli_search(tmp_path, workspace, "on")
+    assert text.splitlines()[0].endswith(" MEMORY.md:1-5")  # the location line is the citation...
+    assert "Source:" not in text  # ...so the text output does not print it twice (OpenClaw's CLI neither)
     off = json.loads(_cli_search(tmp_path, workspace, "off", "--json"))
     assert off["citations"] == "off"
     assert [(r["citation"], "Source:" in r["snippet"]) for r in off["results"]] == [(None, False)]
