@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any, Literal, TypeVar
 
 from memoryd import paths
+from memoryd.compat import Compat, apply_compat
 from memoryd.errors import ConfigError, NotFoundError
 from memoryd.qmd.settings import QmdSettings, normalise_qmd
 
@@ -194,6 +195,8 @@ class MemorySearchSettings:
     query: QuerySettings = field(default_factory=QuerySettings)
     cache: CacheSettings = field(default_factory=CacheSettings)
     citations: Literal["auto", "on", "off"] = "auto"
+    compat: Compat = "none"
+    """`openclaw`: search exactly as OpenClaw's builtin manager (the profile in memoryd/compat.py)."""
     backend: Backend = "builtin"
     qmd: QmdSettings = field(default_factory=QmdSettings)
 
@@ -352,7 +355,8 @@ def _clamp(value: float, lo: float, hi: float) -> float:
 
 
 def normalise(s: MemorySearchSettings) -> MemorySearchSettings:
-    """Apply OpenClaw's clamps (spec §1) so every consumer sees sane values."""
+    """Apply the `compat` profile, then OpenClaw's clamps (spec §1), so every consumer sees sane values."""
+    s = apply_compat(s, MemorySearchSettings())
     tokens = max(1, s.chunking.tokens)
     chunking = ChunkingSettings(tokens=tokens, overlap=int(_clamp(s.chunking.overlap, 0, tokens - 1)))
     h = s.query.hybrid

@@ -10,7 +10,7 @@ from __future__ import annotations
 import functools
 import os
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
 
@@ -22,12 +22,13 @@ from memoryd.embeddings.active import ActiveProvider
 from memoryd.embeddings.base import Vectors
 from memoryd.errors import EmbeddingError, MemorydError
 from memoryd.search.fuse import Candidate
-from memoryd.search.keyword import search_relaxed, total_chunks
+from memoryd.search.keyword import and_terms, search_keyword, search_relaxed, total_chunks
 from memoryd.search.pipeline import (
     MAX_CANDIDATES,
     VECTOR_CANDIDATES,
     RankOptions,
     SearchResult,
+    candidate_pool,
     cut_hybrid,
     cut_single,
     openclaw_keyword_only,
@@ -145,51 +146,55 @@ class Searcher:
         return "keyword", {"from": wanted, "reason": reason}
 
     async def _ranked(self, q: str, run: str, sources: Sequence[str], opts: RankOptions) -> _Ranked:
-        """Embed the query, run the legs side by side, rank, rerank if configured, cut."""
-        keyword_hits: list[Candidate] = []
-        fallback: dict[str, str] | None = None
-        strategy = self.settings.query.keyword_strategy
-        if run == "keyword" and strategy == "openclaw":
-            found = await anyio.to_thread.run_sync(self._openclaw_keyword, q, sources, opts)
-            return _Ranked(found, "keyword", None, None, None)
+        """Embed the query, run the legs side by side, rank, rerank if configured, cut.
 
-        hits = VectorHits([], "none")
+        Whenever no vector can take part (no provider, the query embedding failed, the index holds no
+        vectors yet), the answer is the keyword-only path's, so every fallback answers alike.
+        """
+        openclaw = self.settings.query.keyword_strategy == "openclaw"
+        if openclaw:
+            opts = replace(opts, text_score="bm25")  # OpenClaw fuses its bm25 mapping, whatever text_score says
+        if run == "keyword":
+            return await self._keyword_only(q, sources, opts, None)
         # The query is embedded first, alone: the model uses every core, and sharing them with the
         # keyword leg made both slower. Then the two legs run side by side.
-        vector = await self._embed_query(q) if run != "keyword" else None
+        vector = await self._embed_query(q)
         if isinstance(vector, str):
-            fallback, vector = {"from": run, "reason": vector}, None
+            return await self._keyword_only(q, sources, opts, {"from": run, "reason": vector})
+        keyword_hits: list[Candidate] = []
+        hits = VectorHits([], "none")
 
         async def keyword_leg() -> None:
             nonlocal keyword_hits
-            keyword_hits = await anyio.to_thread.run_sync(self._keyword_leg, q, sources)
+            leg = self._openclaw_hybrid_leg if openclaw else self._keyword_leg
+            keyword_hits = await anyio.to_thread.run_sync(leg, q, sources, opts)
 
         async def vector_leg(query_vector: Vectors) -> None:
-            nonlocal hits, fallback
+            nonlocal hits
             hits = await anyio.to_thread.run_sync(self._vector_leg, query_vector, sources)
-            if hits.backend == "none":
-                model = self._active.fingerprint.model
-                fallback = {"from": run, "reason": f"the index holds no vectors of {model} yet"}
 
         async with anyio.create_task_group() as tg:
-            if run in ("hybrid", "keyword"):
+            if run == "hybrid":
                 tg.start_soon(keyword_leg)
-            if vector is not None:
-                tg.start_soon(vector_leg, vector)
-        if run == "hybrid" and vector is not None and hits.backend != "none":
+            tg.start_soon(vector_leg, vector)
+        if hits.backend == "none":
+            reason = f"the index holds no vectors of {self._active.fingerprint.model} yet"
+            done = keyword_hits if run == "hybrid" and not openclaw else None
+            return await self._keyword_only(q, sources, opts, {"from": run, "reason": reason}, done)
+        if openclaw:
+            # OpenClaw's vector leg: its candidate pool, and no cosine for keyword hits outside it.
+            pool = candidate_pool(opts.max_results, self.settings.query.hybrid.candidate_multiplier)
+            hits = VectorHits(sorted(hits.hits, key=lambda c: -c.vector_score)[:pool], hits.backend)
+        elif run == "hybrid":
             hits = VectorHits(
                 await anyio.to_thread.run_sync(self._complete, vector, hits.hits, keyword_hits), hits.backend
             )
-        if run != "keyword" and hits.backend == "none":
-            if run == "vector":
-                keyword_hits = await anyio.to_thread.run_sync(self._keyword_leg, q, sources)
-            run = "keyword"
         mtime = self._mtime_lookup()
         hybrid = run == "hybrid"
         if hybrid:
             order = functools.partial(order_hybrid, hits.hits, keyword_hits, opts, mtime)
         else:
-            order = functools.partial(order_single, hits.hits if run == "vector" else keyword_hits, opts, mtime)
+            order = functools.partial(order_single, hits.hits, opts, mtime)
         # Sorting a few hundred candidates is quick; mtime lookups (decay) and MMR (quadratic) go to a thread.
         ranked = await anyio.to_thread.run_sync(order) if opts.decay_enabled else order()
         ranked, rerank_info = await self._rerank(q, ranked)
@@ -198,7 +203,29 @@ class Searcher:
         else:
             cut = functools.partial(cut_single, ranked, opts)
         final = await anyio.to_thread.run_sync(cut) if opts.mmr_enabled else cut()
-        return _Ranked(final, run, hits.backend if run != "keyword" else None, fallback, rerank_info)
+        return _Ranked(final, run, hits.backend, None, rerank_info)
+
+    async def _keyword_only(
+        self,
+        q: str,
+        sources: Sequence[str],
+        opts: RankOptions,
+        fallback: dict[str, str] | None,
+        keyword_hits: list[Candidate] | None = None,
+    ) -> _Ranked:
+        """The keyword-only answer: OpenClaw's FTS-only path (keyword_strategy "openclaw") or memoryd's
+        relaxed leg, ranked, reranked if configured and cut with a strict minScore."""
+        if self.settings.query.keyword_strategy == "openclaw":
+            found = await anyio.to_thread.run_sync(self._openclaw_keyword, q, sources, opts)
+            return _Ranked(found, "keyword", None, fallback, None)
+        if keyword_hits is None:
+            keyword_hits = await anyio.to_thread.run_sync(self._keyword_leg, q, sources, opts)
+        order = functools.partial(order_single, keyword_hits, opts, self._mtime_lookup())
+        ranked = await anyio.to_thread.run_sync(order) if opts.decay_enabled else order()
+        ranked, rerank_info = await self._rerank(q, ranked)
+        cut = functools.partial(cut_single, ranked, opts)
+        final = await anyio.to_thread.run_sync(cut) if opts.mmr_enabled else cut()
+        return _Ranked(final, "keyword", None, fallback, rerank_info)
 
     async def _rerank(self, q: str, ranked: list[Candidate]) -> tuple[list[Candidate], dict[str, object] | None]:
         """The optional rerank stage (query.rerank): never fails a search, reports what it did."""
@@ -237,10 +264,24 @@ class Searcher:
         except TimeoutError:
             return f"query embedding took over {QUERY_EMBED_TIMEOUT_S:g} s"
 
-    def _keyword_leg(self, q: str, sources: Sequence[str]) -> list[Candidate]:
+    def _keyword_leg(self, q: str, sources: Sequence[str], _opts: RankOptions) -> list[Candidate]:
         with self._readers.reader() as (conn, _vec):
             return search_relaxed(
                 conn, q, limit=MAX_CANDIDATES, sources=sources, tokenizer=self.settings.store.fts.tokenizer
+            )
+
+    def _openclaw_hybrid_leg(self, q: str, sources: Sequence[str], opts: RankOptions) -> list[Candidate]:
+        """OpenClaw's hybrid keyword leg: every token ANDed, bm25 mapped to r/(1+r), its candidate pool."""
+        pool = candidate_pool(opts.max_results, self.settings.query.hybrid.candidate_multiplier)
+        with self._readers.reader() as (conn, _vec):
+            return search_keyword(
+                conn,
+                and_terms(q),
+                operator="AND",
+                limit=pool,
+                sources=sources,
+                model=None,
+                tokenizer=self.settings.store.fts.tokenizer,
             )
 
     def _vector_leg(self, vector: Vectors, sources: Sequence[str]) -> VectorHits:
