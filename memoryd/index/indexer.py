@@ -20,6 +20,7 @@ from memoryd.config import AgentConfig
 from memoryd.embeddings.active import ActiveProvider
 from memoryd.embeddings.base import Vectors
 from memoryd.embeddings.batch import BatchEmbedder
+from memoryd.embeddings.remote import input_limit_bytes
 from memoryd.errors import EmbeddingError
 from memoryd.faults import crash_point
 from memoryd.index import plan
@@ -113,13 +114,15 @@ class Indexer:
         total = SyncCounts()
         chunking = self.settings.chunking
         model = self._active.fingerprint.model
+        provider = self._active.provider
+        limit = None if provider is None else input_limit_bytes(provider.id, provider.model)
         for start in range(0, len(files), BATCH_FILES):
             batch = files[start : start + BATCH_FILES]
             batch_states = {
                 f.path: states[f"{f.source}\x00{f.path}"] for f in batch if f"{f.source}\x00{f.path}" in states
             }
             prepared = await anyio.to_thread.run_sync(
-                functools.partial(prepare_many, batch, batch_states, chunking, full=full)
+                functools.partial(prepare_many, batch, batch_states, chunking, full=full, max_input_bytes=limit)
             )
             try:
                 vectors = await self._embed(store, prepared)
