@@ -72,6 +72,16 @@ def test_a_provider_token_is_reported_by_kind_without_the_secret(family: str) ->
     assert token not in repr(found)
 
 
+@settings(max_examples=200)
+@given(st.text(alphabet="adgjmpsvyBEHKNQT", min_size=20, max_size=40).filter(lambda b: b != b.lower()))
+def test_an_npm_token_shorter_than_npms_own_is_masked_without_help_from_entropy(body: str) -> None:
+    # CI once planted `npm_` + 28 letters of a 16-letter alphabet: the prefix rule wanted 30 and the
+    # entropy rule let that one through, so the secret reached the index.
+    text = f"my key is npm_{body} ok"
+    assert body[4:] not in redact(text)
+    assert [hit.kind for hit in find_secrets(text)] == ["npm-token"]
+
+
 def test_the_mask_keeps_at_most_four_characters() -> None:
     assert mask_token("a" * 17) == "***"
     assert mask_token("abcdefghijklmnopqr") == "abcd…"

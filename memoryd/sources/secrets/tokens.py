@@ -117,7 +117,8 @@ TOKEN_ROWS: tuple[_Row, ...] = (
     # --- Package registries ---------------------------------------------------------------------
     # openclaw, gitleaks:npm-access-token; gitleaks:pypi-upload-token; gitleaks:rubygems-api-token;
     # gitleaks:clojars-api-token; trufflehog:nugetapikey (oy2…); gitleaks:readme-api-token, postman-api-token.
-    ("npm-token", r"npm_[A-Za-z0-9]{30,}", _CS, None),
+    # npm's own tokens carry 36 characters; a shorter machine-made body after the prefix is masked too.
+    ("npm-token", r"npm_[A-Za-z0-9]{20,}", _CS, _mixed),
     ("pypi-token", r"pypi-Ag[A-Za-z0-9_\-]{50,}", _CS, None),
     ("rubygems-token", r"rubygems_[a-f0-9]{48}", _CS, None),
     ("clojars-token", r"CLOJARS_[A-Za-z0-9]{60}", _CS, None),
