@@ -1,0 +1,242 @@
+"""The effective configuration: `[daemon]`, `[defaults]` and `[agents.<id>]` of the TOML file, merged.
+
+File layout (`$XDG_CONFIG_HOME/memoryd/config.toml`, or `--config` / `MEMORYD_CONFIG`):
+
+    [daemon]                 # daemon-wide: socket, logging
+    [defaults]               # the memorySearch tree (snake_case) applied to every agent
+    [agents.<id>]            # workspace, sessions_dir, and any key of the tree, merged key by key
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import re
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal, TypeVar
+
+from memoryd import paths
+from memoryd.config.normalise import normalise
+from memoryd.config.settings import MemorySearchSettings
+from memoryd.config.typed import merge
+from memoryd.errors import ConfigError, NotFoundError
+from memoryd.qmd.settings import normalise_qmd
+
+T = TypeVar("T")
+
+DEFAULT_AGENT = "main"
+AGENT_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+
+
+@dataclass(frozen=True, slots=True)
+class AgentConfig:
+    """One agent: where its memory lives and how it is searched."""
+
+    id: str
+    workspace: Path
+    sessions_dir: Path
+    settings: MemorySearchSettings
+    db_path: Path
+
+    @property
+    def extra_paths(self) -> tuple[Path, ...]:
+        """Extra paths resolved against the workspace, de-duplicated in order (spec §3.1 step 4)."""
+        seen: dict[Path, None] = {}
+        for raw in self.settings.extra_paths:
+            text = raw.strip()
+            if text:
+                p = Path(text).expanduser()
+                seen.setdefault(p if p.is_absolute() else self.workspace / p, None)
+        return tuple(seen)
+
+
+@dataclass(frozen=True, slots=True)
+class DaemonSettings:
+    socket_path: str = ""
+    log_level: str = "info"
+    log_format: Literal["console", "json"] = "console"
+    log_file: str = ""
+    max_line_bytes: int = 4 * 1024 * 1024
+
+
+@dataclass(frozen=True, slots=True)
+class Config:
+    daemon: DaemonSettings
+    defaults: MemorySearchSettings
+    agents: dict[str, AgentConfig]
+    state_dir: Path
+    source_file: Path | None
+
+    def agent(self, agent_id: str | None) -> AgentConfig:
+        """The named agent; with no name, the only agent (or `main`)."""
+        if agent_id is None:
+            if len(self.agents) == 1:
+                return next(iter(self.agents.values()))
+            if DEFAULT_AGENT in self.agents:
+                return self.agents[DEFAULT_AGENT]
+            raise NotFoundError(f"several agents are configured; name one of: {', '.join(sorted(self.agents))}")
+        try:
+            return self.agents[agent_id]
+        except KeyError:
+            known = ", ".join(sorted(self.agents)) or "(none)"
+            raise NotFoundError(f"unknown agent {agent_id!r}; configured agents: {known}") from None
+
+    @property
+    def socket(self) -> Path:
+        return Path(self.daemon.socket_path).expanduser() if self.daemon.socket_path else paths.socket_path()
+
+
+AGENT_ONLY_KEYS = ("workspace", "sessions_dir")
+
+APPENDED_LISTS = ("extra_paths", "qmd.paths", "qmd.extra_collections")
+"""List-valued keys an agent adds to instead of replacing: `[defaults]` first, then the agent's, de-duplicated
+in order (OpenClaw concatenates `extraPaths` and `qmd.extraCollections`; `memory.qmd.paths` is global there,
+so every agent keeps it). Every other list (`sources`) and table of strings
+(`remote.headers`, `query.rerank.headers`) is one value: an agent's replaces the defaults' whole."""
+
+
+def _nested(data: Mapping[str, object], dotted: str) -> bool:
+    """Whether the raw override table sets `dotted` (so the agent's list is to be appended)."""
+    node: object = data
+    for part in dotted.split("."):
+        if not isinstance(node, Mapping) or part not in node:
+            return False
+        node = node[part]
+    return True
+
+
+def _get(obj: object, dotted: str) -> object:
+    for part in dotted.split("."):
+        obj = getattr(obj, part)
+    return obj
+
+
+def _with(obj: T, dotted: str, value: object) -> T:
+    head, _, rest = dotted.partition(".")
+    if not rest:
+        return dataclasses.replace(obj, **{head: value})  # type: ignore[type-var]
+    return dataclasses.replace(obj, **{head: _with(getattr(obj, head), rest, value)})  # type: ignore[type-var]
+
+
+def _append_lists(
+    defaults: MemorySearchSettings, merged: MemorySearchSettings, overrides: Mapping[str, object]
+) -> MemorySearchSettings:
+    for dotted in APPENDED_LISTS:
+        if _nested(overrides, dotted):
+            combined = (*_get(defaults, dotted), *_get(merged, dotted))  # type: ignore[misc]
+            if dotted == "extra_paths":
+                combined = tuple(p.strip() for p in combined if isinstance(p, str) and p.strip())
+            merged = _with(merged, dotted, tuple(dict.fromkeys(combined)))
+    return merged
+
+
+def _agent(agent_id: str, table: Mapping[str, object], defaults: MemorySearchSettings, state_dir: Path) -> AgentConfig:
+    if not AGENT_ID_RE.match(agent_id):
+        raise ConfigError(f"agents.{agent_id}", "agent ids use letters, digits, '.', '_' and '-' (max 64)")
+    prefix = f"agents.{agent_id}"
+    overrides = {k: v for k, v in table.items() if k not in AGENT_ONLY_KEYS}
+    settings = normalise(_append_lists(defaults, merge(defaults, overrides, prefix), overrides))
+    settings = dataclasses.replace(settings, qmd=normalise_qmd(settings.qmd, f"{prefix}.qmd"))
+    raw_ws = table.get("workspace")
+    if raw_ws is None:
+        workspace = paths.data_dir() / "workspaces" / agent_id
+    elif isinstance(raw_ws, str) and raw_ws.strip():
+        workspace = Path(raw_ws).expanduser()
+    else:
+        raise ConfigError(f"{prefix}.workspace", f"expected a path, got {raw_ws!r}")
+    # os.path.exists never raises: a workspace below an unreadable folder is a degraded agent, not a crash.
+    workspace = workspace.resolve() if os.path.exists(workspace) else workspace.absolute()
+    raw_sd = table.get("sessions_dir")
+    if raw_sd is None:
+        sessions_dir = workspace / "sessions"
+    elif isinstance(raw_sd, str) and raw_sd.strip():
+        sd = Path(raw_sd).expanduser()
+        sessions_dir = sd if sd.is_absolute() else workspace / sd
+    else:
+        raise ConfigError(f"{prefix}.sessions_dir", f"expected a path, got {raw_sd!r}")
+    if settings.store.path:
+        db_path = Path(settings.store.path.replace("{agentId}", agent_id)).expanduser()
+    else:
+        db_path = state_dir / "agents" / agent_id / "index.sqlite"
+    return AgentConfig(id=agent_id, workspace=workspace, sessions_dir=sessions_dir, settings=settings, db_path=db_path)
+
+
+def read_file(path: Path) -> dict[str, Any]:
+    try:
+        with path.open("rb") as fh:
+            return tomllib.load(fh)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(str(path), f"not valid TOML: {exc}") from exc
+    except OSError as exc:
+        raise ConfigError(str(path), f"cannot read: {exc.strerror}") from exc
+
+
+def build(
+    data: Mapping[str, Any],
+    *,
+    state_dir: Path | None = None,
+    source_file: Path | None = None,
+    workspace: Path | None = None,
+    agent_id: str | None = None,
+) -> Config:
+    """Build the effective config from a parsed TOML mapping plus the CLI's ad-hoc flags.
+
+    `workspace` (the CLI's `--workspace`) adds or replaces an agent rooted there, with
+    transcripts from `<workspace>/sessions`.
+    """
+    unknown = set(data) - {"daemon", "defaults", "agents"}
+    if unknown:
+        raise ConfigError(sorted(unknown)[0], "unknown top-level table (known: daemon, defaults, agents)")
+    daemon = merge(DaemonSettings(), _table(data, "daemon"), "daemon")
+    defaults = merge(MemorySearchSettings(), _table(data, "defaults"), "defaults")
+    defaults = dataclasses.replace(defaults, qmd=normalise_qmd(defaults.qmd, "defaults.qmd"))
+    state = (state_dir or paths.state_dir()).expanduser().absolute()
+    agents_table = _table(data, "agents")
+    agents: dict[str, AgentConfig] = {}
+    for aid, table in agents_table.items():
+        if not isinstance(table, Mapping):
+            raise ConfigError(f"agents.{aid}", f"expected a table, got {table!r}")
+        agents[aid] = _agent(aid, table, defaults, state)
+    if workspace is not None:
+        aid = agent_id or DEFAULT_AGENT
+        base = dict(agents_table.get(aid, {})) if isinstance(agents_table.get(aid), Mapping) else {}
+        base["workspace"] = str(workspace)
+        base.pop("sessions_dir", None)
+        agents[aid] = _agent(aid, base, defaults, state)
+    if not agents:
+        agents[DEFAULT_AGENT] = _agent(DEFAULT_AGENT, {}, defaults, state)
+    return Config(daemon=daemon, defaults=defaults, agents=agents, state_dir=state, source_file=source_file)
+
+
+def _table(data: Mapping[str, Any], key: str) -> Mapping[str, Any]:
+    value = data.get(key, {})
+    if not isinstance(value, Mapping):
+        raise ConfigError(key, f"expected a table, got {value!r}")
+    return value
+
+
+def load(
+    config_path: Path | None = None,
+    *,
+    state_dir: Path | None = None,
+    workspace: Path | None = None,
+    agent_id: str | None = None,
+) -> Config:
+    """Load the config file (a missing default file means all defaults) and apply the CLI flags."""
+    path = config_path or paths.config_file()
+    explicit = config_path is not None
+    data: dict[str, Any] = {}
+    if path.exists():
+        data = read_file(path)
+    elif explicit:
+        raise ConfigError(str(path), "config file does not exist")
+    return build(
+        data,
+        state_dir=state_dir,
+        source_file=path if path.exists() else None,
+        workspace=workspace,
+        agent_id=agent_id,
+    )

@@ -1,0 +1,75 @@
+"""What every consumer may rely on: the `compat` profile applied, then OpenClaw's clamps (spec §1)."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+from memoryd.compat import apply_compat
+from memoryd.config.settings import (
+    CacheSettings,
+    ChunkingSettings,
+    MemorySearchSettings,
+    MmrSettings,
+    TemporalDecaySettings,
+)
+
+
+def _clamp(value: float, lo: float, hi: float) -> float:
+    return min(hi, max(lo, value))
+
+
+def normalise(s: MemorySearchSettings) -> MemorySearchSettings:
+    """Apply the `compat` profile, then OpenClaw's clamps (spec §1), so every consumer sees sane values."""
+    s = apply_compat(s, MemorySearchSettings())
+    tokens = max(1, s.chunking.tokens)
+    chunking = ChunkingSettings(tokens=tokens, overlap=int(_clamp(s.chunking.overlap, 0, tokens - 1)))
+    h = s.query.hybrid
+    vw, tw = _clamp(h.vector_weight, 0, 1), _clamp(h.text_weight, 0, 1)
+    total = vw + tw
+    vw, tw = (0.7, 0.3) if total == 0 else (vw / total, tw / total)
+    lam = h.mmr.lambda_ if math.isfinite(h.mmr.lambda_) else 0.7
+    hybrid = dataclasses.replace(
+        h,
+        vector_weight=vw,
+        text_weight=tw,
+        candidate_multiplier=int(_clamp(h.candidate_multiplier, 1, 20)),
+        rrf_k=max(1, h.rrf_k),
+        mmr=MmrSettings(enabled=h.mmr.enabled, lambda_=_clamp(lam, 0, 1)),
+        temporal_decay=TemporalDecaySettings(
+            enabled=h.temporal_decay.enabled, half_life_days=max(1, h.temporal_decay.half_life_days)
+        ),
+    )
+    rr = s.query.rerank
+    rerank = dataclasses.replace(
+        rr,
+        top_n=int(_clamp(rr.top_n, 1, 100)),
+        timeout_ms=max(1, rr.timeout_ms),
+        weight=_clamp(rr.weight, 0.0, 1.0) if math.isfinite(rr.weight) else 0.5,
+    )
+    query = dataclasses.replace(
+        s.query,
+        max_results=max(1, s.query.max_results),
+        min_score=_clamp(s.query.min_score, 0, 1),
+        date_boost=_clamp(s.query.date_boost, 0.0, 1.0) if math.isfinite(s.query.date_boost) else 0.2,
+        hybrid=hybrid,
+        rerank=rerank,
+    )
+    sessions = s.sync.sessions
+    sync = dataclasses.replace(
+        s.sync,
+        watch_debounce_ms=max(0, s.sync.watch_debounce_ms),
+        watch_max_wait_ms=max(0, s.sync.watch_debounce_ms, s.sync.watch_max_wait_ms),
+        interval_minutes=max(0, s.sync.interval_minutes),
+        embedding_retry_ms=max(0, s.sync.embedding_retry_ms),
+        sessions=dataclasses.replace(
+            sessions, delta_bytes=max(0, sessions.delta_bytes), delta_messages=max(0, sessions.delta_messages)
+        ),
+    )
+    batch = s.remote.batch
+    remote = dataclasses.replace(s.remote, batch=dataclasses.replace(batch, concurrency=max(1, batch.concurrency)))
+    cache = CacheSettings(enabled=s.cache.enabled, max_entries=max(0, s.cache.max_entries))
+    sources = s.sources or ("memory",)
+    return dataclasses.replace(
+        s, chunking=chunking, query=query, sync=sync, remote=remote, cache=cache, sources=sources
+    )

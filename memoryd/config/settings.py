@@ -1,0 +1,181 @@
+"""The settings tree: OpenClaw's `memorySearch` in snake_case, with its defaults (spec §1, §4.4).
+
+Plain frozen dataclasses, nothing else: reading a file into them is `memoryd.config.typed`, their
+ranges and clamps are `memoryd.config.normalise`, and the agents and the daemon are `memoryd.config.load`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+from memoryd.compat import Compat
+from memoryd.qmd.settings import QmdSettings
+
+Source = Literal["memory", "sessions"]
+FtsTokenizer = Literal["unicode61", "trigram", "porter"]
+ProviderName = Literal["auto", "none", "local", "openai", "gemini", "voyage", "mistral", "ollama"]
+FallbackName = Literal["none", "local", "openai", "gemini", "voyage", "mistral", "ollama"]
+Fusion = Literal["weighted", "rrf"]
+Backend = Literal["builtin", "qmd"]
+RerankProvider = Literal["none", "cohere", "voyage", "jina", "tei"]
+
+
+@dataclass(frozen=True, slots=True)
+class MmrSettings:
+    enabled: bool = False
+    lambda_: float = 0.7
+
+
+@dataclass(frozen=True, slots=True)
+class TemporalDecaySettings:
+    enabled: bool = False
+    half_life_days: int = 30
+
+
+@dataclass(frozen=True, slots=True)
+class HybridSettings:
+    enabled: bool = True
+    vector_weight: float = 0.5
+    text_weight: float = 0.5
+    candidate_multiplier: int = 4
+    fusion: Fusion = "weighted"
+    rrf_k: int = 60
+    text_score: Literal["coverage", "bm25"] = "coverage"
+    mmr: MmrSettings = field(default_factory=MmrSettings)
+    temporal_decay: TemporalDecaySettings = field(default_factory=TemporalDecaySettings)
+
+
+@dataclass(frozen=True, slots=True)
+class RerankSettings:
+    """The optional rerank stage: a cross-encoder behind an HTTP API, never allowed to block a search.
+
+    `provider = "none"` turns it off. The best `top_n` results of the fused ranking are sent; an answer
+    later than `timeout_ms` (or any error) leaves the fused ranking as it was, and the reply says why.
+    `weight` blends the reranker's relevance into the fused score (0 = ignore it, 1 = its order alone).
+    """
+
+    provider: RerankProvider = "none"
+    model: str = ""
+    base_url: str = ""
+    api_key: str = ""
+    headers: dict[str, str] = field(default_factory=dict)
+    top_n: int = 20
+    timeout_ms: int = 1500
+    weight: float = 0.5
+
+
+@dataclass(frozen=True, slots=True)
+class QuerySettings:
+    max_results: int = 6
+    min_score: float = 0.35
+    keyword_strategy: Literal["relaxed", "openclaw"] = "relaxed"
+    date_boost: float = 0.2
+    """Results from the period a query names ("in May 2024", "last week") score this much more (0 = off)."""
+    hybrid: HybridSettings = field(default_factory=HybridSettings)
+    rerank: RerankSettings = field(default_factory=RerankSettings)
+
+
+@dataclass(frozen=True, slots=True)
+class ChunkingSettings:
+    tokens: int = 400
+    overlap: int = 80
+
+
+@dataclass(frozen=True, slots=True)
+class SessionSyncSettings:
+    delta_bytes: int = 100_000
+    delta_messages: int = 50
+    post_compaction_force: bool = True
+    debounce_ms: int = 5000
+
+
+@dataclass(frozen=True, slots=True)
+class SyncSettings:
+    on_session_start: bool = True
+    on_search: bool = True
+    watch: bool = True
+    watch_debounce_ms: int = 1500
+    watch_max_wait_ms: int = 5000
+    """However often files keep changing, a watched change waits at most this long (from its first
+    event) before a sync starts; at least `watch_debounce_ms`."""
+    interval_minutes: int = 0
+    embedding_retry_ms: int = 30_000
+    """After a sync left files without vectors (provider down), sync again this much later, doubling
+    up to EMBEDDING_RETRY_MAX_MS, until they are embedded (0 = wait for the next change)."""
+    sessions: SessionSyncSettings = field(default_factory=SessionSyncSettings)
+
+
+@dataclass(frozen=True, slots=True)
+class BatchSettings:
+    enabled: bool = False
+    wait: bool = True
+    concurrency: int = 2
+    poll_interval_ms: int = 2000
+    timeout_minutes: int = 60
+
+
+@dataclass(frozen=True, slots=True)
+class RemoteSettings:
+    base_url: str = ""
+    api_key: str = ""
+    headers: dict[str, str] = field(default_factory=dict)
+    timeout_s: float = 60.0
+    batch: BatchSettings = field(default_factory=BatchSettings)
+
+
+@dataclass(frozen=True, slots=True)
+class LocalSettings:
+    model_path: str = ""
+    model_cache_dir: str = ""
+    threads: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class FtsSettings:
+    tokenizer: FtsTokenizer = "porter"
+
+
+@dataclass(frozen=True, slots=True)
+class VectorSettings:
+    enabled: bool = True
+    extension_path: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class StoreSettings:
+    driver: Literal["sqlite"] = "sqlite"
+    path: str = ""
+    fts: FtsSettings = field(default_factory=FtsSettings)
+    vector: VectorSettings = field(default_factory=VectorSettings)
+
+
+@dataclass(frozen=True, slots=True)
+class CacheSettings:
+    enabled: bool = True
+    max_entries: int = 0  # 0 = no cap (OpenClaw's code default)
+
+
+@dataclass(frozen=True, slots=True)
+class MemorySearchSettings:
+    """OpenClaw's `memorySearch` tree in snake_case, with its defaults (spec §1, §4.4)."""
+
+    enabled: bool = True
+    sources: tuple[Source, ...] = ("memory", "sessions")
+    extra_paths: tuple[str, ...] = ()
+    provider: ProviderName = "auto"
+    model: str = ""
+    fallback: FallbackName = "none"
+    output_dimensionality: int = 0
+    remote: RemoteSettings = field(default_factory=RemoteSettings)
+    local: LocalSettings = field(default_factory=LocalSettings)
+    store: StoreSettings = field(default_factory=StoreSettings)
+    chunking: ChunkingSettings = field(default_factory=ChunkingSettings)
+    sync: SyncSettings = field(default_factory=SyncSettings)
+    query: QuerySettings = field(default_factory=QuerySettings)
+    cache: CacheSettings = field(default_factory=CacheSettings)
+    citations: Literal["auto", "on", "off"] = "auto"
+    compat: Compat = "none"
+    """`openclaw`: search exactly as OpenClaw's builtin manager (the profile in memoryd/compat.py)."""
+    backend: Backend = "builtin"
+    qmd: QmdSettings = field(default_factory=QmdSettings)
