@@ -157,6 +157,14 @@ class CacheSettings:
 
 
 @dataclass(frozen=True, slots=True)
+class ToolsSettings:
+    """Which optional MCP tools the agent serves (search, get and status always are)."""
+
+    write: bool = True
+    """`memory_write`: append-only saves to the daily note or MEMORY.md."""
+
+
+@dataclass(frozen=True, slots=True)
 class MemorySearchSettings:
     """OpenClaw's `memorySearch` tree in snake_case, with its defaults (spec §1, §4.4)."""
 
@@ -175,6 +183,7 @@ class MemorySearchSettings:
     query: QuerySettings = field(default_factory=QuerySettings)
     cache: CacheSettings = field(default_factory=CacheSettings)
     citations: Literal["auto", "on", "off"] = "auto"
+    tools: ToolsSettings = field(default_factory=ToolsSettings)
     compat: Compat = "none"
     """`openclaw`: search exactly as OpenClaw's builtin manager (the profile in memoryd/compat.py)."""
     backend: Backend = "builtin"

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from memoryd.config import AgentConfig
 from memoryd.errors import SourceError
-from memoryd.sources.discovery import SourceFile, index_path, list_memory_files, list_session_files
+from memoryd.sources.discovery import SourceFile, index_path, list_memory_files, list_session_files, memory_file_at
 from memoryd.store.index import IndexStore
 
 Unlisted = tuple[str, str]
@@ -46,6 +46,14 @@ def targeted_sessions(agent: AgentConfig, sources: Sequence[str], session_files:
         for f in list_session_files(agent.sessions_dir)
         if os.path.realpath(f.abs_path) in wanted and os.path.dirname(os.path.realpath(f.abs_path)) == root
     ]
+
+
+def targeted_memory(agent: AgentConfig, sources: Sequence[str], memory_files: Sequence[Path]) -> list[SourceFile]:
+    """The named notes that are the agent's memory files (a write's targeted sync), de-duplicated."""
+    if not memory_files or "memory" not in sources:
+        return []
+    found = (memory_file_at(agent.workspace, Path(p)) for p in dict.fromkeys(memory_files))
+    return [f for f in found if f is not None]
 
 
 def under(source: str, path: str, places: Sequence[Unlisted]) -> bool:

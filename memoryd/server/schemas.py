@@ -21,7 +21,7 @@ from typing import Any
 import memoryd
 from memoryd.errors import ConfigError, ProtocolError
 
-TOOL_NAMES = ("memory_search", "memory_get", "status")
+TOOL_NAMES = ("memory_search", "memory_get", "status", "memory_write")
 """The tools memoryd serves, in tools/list order."""
 
 _INPUT_KEYWORDS = frozenset(

@@ -131,6 +131,32 @@ def list_memory_files(
     return result
 
 
+def memory_file_at(workspace: Path, path: Path) -> SourceFile | None:
+    """`path` as `list_memory_files` lists it — a root note or a markdown file below `memory/`, no symlink
+    and no ignored folder on the way — or None; without walking the tree (a write's targeted sync)."""
+    try:
+        rel = Path(os.path.relpath(path, workspace))
+    except ValueError:
+        return None
+    parts = rel.parts
+    if not parts or parts[0] == ".." or not _is_markdown(rel.name):
+        return None
+    if len(parts) == 1:
+        if rel.name not in ROOT_NOTES:
+            return None
+    elif parts[0] != "memory" or is_ignored(parts[1:-1]):
+        return None
+    at = workspace
+    for part in parts[:-1]:
+        at = at / part
+        mode = _mode(at, None)
+        if mode is None or not stat.S_ISDIR(mode):
+            return None
+    if not _regular_file(path):
+        return None
+    return SourceFile("memory", rel.as_posix(), path)
+
+
 def list_session_files(sessions_dir: Path, *, unlisted: list[Path] | None = None) -> list[SourceFile]:
     """Transcripts at the top level of the sessions directory, stored as `sessions/<name>`.
 
