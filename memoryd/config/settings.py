@@ -11,6 +11,7 @@ from typing import Literal
 
 from memoryd.compat import Compat
 from memoryd.qmd.settings import QmdSettings
+from memoryd.sources.safefile import DEFAULT_MAX_MARKDOWN_BYTES, DEFAULT_MAX_TRANSCRIPT_BYTES
 
 Source = Literal["memory", "sessions"]
 FtsTokenizer = Literal["unicode61", "trigram", "porter"]
@@ -157,6 +158,21 @@ class CacheSettings:
 
 
 @dataclass(frozen=True, slots=True)
+class FilesSettings:
+    """What memoryd reads of one source file (memoryd.sources.safefile applies it on the open descriptor).
+
+    A file over its cap, a non-regular file or (by default) a hard link is skipped by indexing, refused
+    by memory_get, and listed with the reason in status (`skippedFiles`).
+    """
+
+    max_markdown_bytes: int = DEFAULT_MAX_MARKDOWN_BYTES
+    max_transcript_bytes: int = DEFAULT_MAX_TRANSCRIPT_BYTES
+    allow_hard_links: bool = False
+    """A hard link in memory/ may name a file anywhere on the file system (~/.ssh/id_ed25519, say) and
+    nothing about the path shows it: such files are refused unless this is true."""
+
+
+@dataclass(frozen=True, slots=True)
 class MemorySearchSettings:
     """OpenClaw's `memorySearch` tree in snake_case, with its defaults (spec §1, §4.4)."""
 
@@ -174,6 +190,7 @@ class MemorySearchSettings:
     sync: SyncSettings = field(default_factory=SyncSettings)
     query: QuerySettings = field(default_factory=QuerySettings)
     cache: CacheSettings = field(default_factory=CacheSettings)
+    files: FilesSettings = field(default_factory=FilesSettings)
     citations: Literal["auto", "on", "off"] = "auto"
     compat: Compat = "none"
     """`openclaw`: search exactly as OpenClaw's builtin manager (the profile in memoryd/compat.py)."""
