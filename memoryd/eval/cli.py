@@ -1,26 +1,23 @@
 """`memoryd eval locomo PATH [--json] [--pool] [--mode hybrid|keyword|vector] [--work-dir DIR]`.
 
 The command line's `eval` subcommand: `add_parser` registers it, `run` executes it. Results go to
-the given output stream; the progress bar and errors go to stderr.
+the given output stream; the progress bar and errors go to stderr. `memoryd --help` builds this
+parser, so the harness (numpy, the index) is imported inside `run`, never at module level.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
-import anyio
-import orjson
-
 from memoryd.errors import MemorydError
-from memoryd.eval.harness import EvalReport, evaluate
-from memoryd.eval.locomo import CATEGORY_NAMES, load_locomo
-from memoryd.progress import ProgressBar
-from memoryd.search.pipeline import Mode
+
+if TYPE_CHECKING:
+    from memoryd.eval.harness import EvalReport
+    from memoryd.search.pipeline import Mode
 
 EXIT_OK = 0
 EXIT_ERROR = 1
@@ -56,6 +53,15 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
     """Run the benchmark named by `args`; 0 on success, 1 with a message on stderr otherwise."""
     stdout = out if out is not None else sys.stdout
     stderr = err if err is not None else sys.stderr
+    import tempfile
+
+    import anyio
+    import orjson
+
+    from memoryd.eval.harness import evaluate
+    from memoryd.eval.locomo import load_locomo
+    from memoryd.progress import ProgressBar
+
     bar = ProgressBar("indexing LoCoMo", stream=stderr)
     try:
         dataset = load_locomo(args.path)
@@ -82,6 +88,8 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
 
 def format_table(report: EvalReport) -> str:
     """The results as a small fixed-width table with the run's size and timing below it."""
+    from memoryd.eval.locomo import CATEGORY_NAMES
+
     s = report.settings
     layout = f"{s['indexes']} pooled index" if s["pool"] else f"one index per conversation ({s['indexes']})"
     lines = [
