@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, NamedTuple, TextIO
 
 from memoryd.cli.exits import EXIT_ERROR, EXIT_OK, EXIT_USAGE
-from memoryd.cli.parser import build_parser
+from memoryd.cli.parser import build_parser, command_of
 from memoryd.errors import ConfigError, MemorydError, first_error
 
 if TYPE_CHECKING:
@@ -62,7 +62,8 @@ COMMANDS: dict[str, Command] = {
 
 
 def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    words = sys.argv[1:] if argv is None else list(argv)
+    args = build_parser(with_eval=command_of(words) == "eval").parse_args(words)
     stdout = out if out is not None else sys.stdout
     command = COMMANDS[args.command]
     try:

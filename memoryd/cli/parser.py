@@ -1,16 +1,20 @@
 """The `memoryd` argument parser: argparse only, so `memoryd --help` starts in a blink.
 
-Nothing here may import a command's implementation; `eval`'s subcommand registers itself through
-`memoryd.eval.cli.add_parser`, whose module keeps its heavy imports inside `run`.
+Nothing here may import a command's implementation. `eval`'s options are registered by
+`memoryd.eval.cli.add_parser`, a module that imports the whole evaluation harness; so it is asked
+only when the command line runs `eval` (or a caller wants every option, as the docs test does), and
+everywhere else `eval` is listed by name and help alone.
 """
 
 from __future__ import annotations
 
 import argparse
+from collections.abc import Sequence
 from pathlib import Path
 
 from memoryd import __version__
-from memoryd.eval import cli as eval_cli
+
+EVAL_HELP = "measure retrieval quality on public dev sets"
 
 
 def _common() -> argparse.ArgumentParser:
@@ -28,7 +32,13 @@ def _common() -> argparse.ArgumentParser:
     return common
 
 
-def build_parser() -> argparse.ArgumentParser:
+def command_of(argv: Sequence[str]) -> str | None:
+    """The subcommand `argv` names: its first word that is not an option (the top level has no valued options)."""
+    return next((a for a in argv if not a.startswith("-")), None)
+
+
+def build_parser(*, with_eval: bool = True) -> argparse.ArgumentParser:
+    """The full parser; `with_eval=False` lists `eval` without importing its module (and its harness)."""
     common = _common()
     parser = argparse.ArgumentParser(prog="memoryd", description="Long-term memory search for AI agents.")
     parser.add_argument("--version", action="version", version=f"memoryd {__version__}")
@@ -76,7 +86,12 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("uninstall-service", parents=[common], help="stop and remove the user service")
     p.add_argument("--force", action="store_true", help="remove a unit/plist you edited")
 
-    eval_cli.add_parser(sub, parents=[common])
+    if with_eval:
+        from memoryd.eval import cli as eval_cli
+
+        eval_cli.add_parser(sub, parents=[common])
+    else:
+        sub.add_parser("eval", help=EVAL_HELP)
 
     p = sub.add_parser("model", parents=[common], help="the local embedding model")
     p.add_argument("action", choices=["pull"], help="pull: locate or download (and prepare) the model now")

@@ -6,6 +6,7 @@ never on seconds: the timing targets live in `make bench` (bench/cli_bench.py).
 
 from __future__ import annotations
 
+import argparse
 import subprocess
 import sys
 from pathlib import Path
@@ -13,6 +14,7 @@ from pathlib import Path
 import orjson
 import pytest
 
+from memoryd.cli import build_parser
 from tests.cli.conftest import cli_runner
 from tests.integration.daemon_fixture import Daemon
 
@@ -104,3 +106,20 @@ def test_commands_through_the_daemon_import_nothing_heavy(daemon: Daemon) -> Non
     assert orjson.loads(synced.stdout)["reason"] == "cli"
     for done in (searched, status, got, synced):
         assert heavy(imported(done.stderr)) == [], done.args
+
+
+def _subcommands(parser: argparse.ArgumentParser) -> dict[str, str | None]:
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    return {choice.dest: choice.help for choice in sub._choices_actions}
+
+
+def test_the_light_parser_lists_every_command_with_the_same_help() -> None:
+    assert _subcommands(build_parser(with_eval=False)) == _subcommands(build_parser())
+
+
+def test_eval_gets_its_full_parser_when_it_runs() -> None:
+    out = subprocess.run(
+        [sys.executable, "-m", "memoryd", "eval", "--help"], capture_output=True, text=True, check=False
+    )
+    assert out.returncode == 0, out.stderr
+    assert "SET PATH" in out.stdout and "--ablate" in out.stdout
