@@ -11,7 +11,6 @@ from typing import Literal
 
 from memoryd.compat import Compat
 from memoryd.qmd.settings import QmdSettings
-from memoryd.sources.safefile import DEFAULT_MAX_MARKDOWN_BYTES, DEFAULT_MAX_TRANSCRIPT_BYTES
 
 Source = Literal["memory", "sessions"]
 FtsTokenizer = Literal["unicode61", "trigram", "porter"]
@@ -155,6 +154,14 @@ class StoreSettings:
 class CacheSettings:
     enabled: bool = True
     max_entries: int = 0  # 0 = no cap (OpenClaw's code default)
+
+
+DEFAULT_MAX_MARKDOWN_BYTES = 10 * 1024 * 1024
+"""`files.max_markdown_bytes`' default: a larger note is neither indexed nor served by memory_get."""
+
+DEFAULT_MAX_TRANSCRIPT_BYTES = 256 * 1024 * 1024
+"""`files.max_transcript_bytes`' default: long agent sessions with tool output reach tens of MB; a
+transcript past this is skipped (status says so) rather than read into memory whole."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -21,8 +21,9 @@ from pathlib import Path
 
 import structlog
 
+from memoryd.config.settings import DEFAULT_MAX_TRANSCRIPT_BYTES
 from memoryd.sources.discovery import list_session_files
-from memoryd.sources.safefile import DEFAULT_MAX_TRANSCRIPT_BYTES, RefusedFileError, read_checked
+from memoryd.sources.safefile import RefusedFileError, read_checked
 from memoryd.sources.transcripts import parse_transcript
 
 log = structlog.get_logger(__name__)

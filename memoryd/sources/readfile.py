@@ -18,9 +18,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from memoryd.config.settings import DEFAULT_MAX_MARKDOWN_BYTES
 from memoryd.errors import AccessDeniedError, NotFoundError, SourceError
 from memoryd.sources.discovery import is_memory_path
-from memoryd.sources.safefile import DEFAULT_MAX_MARKDOWN_BYTES, open_checked
+from memoryd.sources.safefile import open_checked
 
 
 @dataclass(frozen=True, slots=True)

@@ -40,13 +40,6 @@ from memoryd.errors import AccessDeniedError
 
 RefusalReason = Literal["symlink", "not-regular", "too-large", "hard-link"]
 
-DEFAULT_MAX_MARKDOWN_BYTES = 10 * 1024 * 1024
-"""`files.max_markdown_bytes`' default: a larger note is neither indexed nor served by memory_get."""
-
-DEFAULT_MAX_TRANSCRIPT_BYTES = 256 * 1024 * 1024
-"""`files.max_transcript_bytes`' default: long agent sessions with tool output reach tens of MB; a
-transcript past this is skipped (status says so) rather than read into memory whole."""
-
 READ_BLOCK = 1024 * 1024
 """Bytes per read(2) while streaming: large enough to be fast, small enough to bound memory."""
 
