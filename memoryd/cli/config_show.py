@@ -6,6 +6,7 @@ import argparse
 from typing import TextIO
 
 from memoryd import config as config_mod
+from memoryd.cli.agents import choose
 from memoryd.cli.exits import EXIT_OK
 from memoryd.cli.output import dump
 from memoryd.config import Config
@@ -13,7 +14,7 @@ from memoryd.config import Config
 
 def run(args: argparse.Namespace, cfg: Config, out: TextIO) -> int:
     if args.agent or args.workspace:
-        out.write(dump(config_mod.to_dict(cfg.agent(args.agent))) + "\n")
+        out.write(dump(config_mod.to_dict(choose(args, cfg))) + "\n")
         return EXIT_OK
     shown = {
         "source": str(cfg.source_file) if cfg.source_file else None,

@@ -5,15 +5,17 @@ from __future__ import annotations
 import argparse
 from typing import Any, TextIO
 
+from memoryd.cli.agents import choose
 from memoryd.cli.exits import EXIT_OK
 from memoryd.cli.link import live_daemon, request_sync
 from memoryd.cli.output import dump
-from memoryd.config import Config
+from memoryd.config import AgentConfig, Config
 
 
 def run(args: argparse.Namespace, cfg: Config, out: TextIO) -> int:
+    agent = choose(args, cfg)
     live = live_daemon(args, cfg)
-    report = request_sync(live, args.agent, force=args.force) if live is not None else _in_process(args, cfg)
+    report = request_sync(live, agent.id, force=args.force) if live is not None else _in_process(args, agent)
     if args.json:
         out.write(dump(report) + "\n")
         return EXIT_OK
@@ -21,12 +23,11 @@ def run(args: argparse.Namespace, cfg: Config, out: TextIO) -> int:
     return EXIT_OK
 
 
-def _in_process(args: argparse.Namespace, cfg: Config) -> dict[str, Any]:
+def _in_process(args: argparse.Namespace, agent: AgentConfig) -> dict[str, Any]:
     from memoryd.cli.local import run_engine
     from memoryd.index.engine import IndexEngine
     from memoryd.progress import ProgressBar
 
-    agent = cfg.agent(args.agent)
     bar = ProgressBar(f"indexing {agent.id}")
 
     async def body(engine: IndexEngine) -> dict[str, Any]:

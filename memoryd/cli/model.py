@@ -10,6 +10,7 @@ from typing import TextIO
 import anyio
 
 from memoryd import paths
+from memoryd.cli.agents import choose
 from memoryd.cli.exits import EXIT_OK
 from memoryd.config import Config
 from memoryd.embeddings.local import LoadState, LocalEmbeddingProvider
@@ -17,7 +18,7 @@ from memoryd.errors import DaemonError
 
 
 def pull(args: argparse.Namespace, cfg: Config, out: TextIO) -> int:
-    local = cfg.agent(args.agent).settings.local
+    local = choose(args, cfg).settings.local
     cache = Path(local.model_cache_dir).expanduser() if local.model_cache_dir else paths.cache_dir() / "models"
     model_path = Path(local.model_path).expanduser() if local.model_path else None
 

@@ -20,7 +20,7 @@ EVAL_HELP = "measure retrieval quality on public dev sets"
 def _common() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--config", type=Path, help="config file (default: $XDG_CONFIG_HOME/memoryd/config.toml)")
-    common.add_argument("--agent", help="agent id (default: the only configured agent, or 'main')")
+    common.add_argument("--agent", help="agent id (default: the only enabled agent; required when there are several)")
     common.add_argument(
         "--workspace", type=Path, help="an ad-hoc agent rooted at PATH (transcripts from PATH/sessions)"
     )

@@ -6,10 +6,11 @@ import argparse
 import sys
 from typing import Any, TextIO
 
+from memoryd.cli.agents import choose
 from memoryd.cli.exits import EXIT_ERROR, EXIT_OK
 from memoryd.cli.link import live_daemon, tool
 from memoryd.cli.output import dump
-from memoryd.config import Config
+from memoryd.config import AgentConfig, Config
 
 
 def run(args: argparse.Namespace, cfg: Config, out: TextIO) -> int:
@@ -17,6 +18,7 @@ def run(args: argparse.Namespace, cfg: Config, out: TextIO) -> int:
     if not query or not query.strip():
         sys.stderr.write("memoryd search: a query is required (positional or --query)\n")
         return EXIT_ERROR
+    agent = choose(args, cfg)
     live = live_daemon(args, cfg)
     if live is not None:
         arguments: dict[str, Any] = {"query": query, "corpus": args.corpus}
@@ -24,9 +26,9 @@ def run(args: argparse.Namespace, cfg: Config, out: TextIO) -> int:
             arguments["maxResults"] = args.max_results
         if args.min_score is not None:
             arguments["minScore"] = args.min_score
-        resp = tool(live, args.agent, "memory_search", arguments)
+        resp = tool(live, agent.id, "memory_search", arguments)
     else:
-        resp = _in_process(args, cfg, query)
+        resp = _in_process(args, agent, query)
     out.write(dump(resp) + "\n" if args.json else format_search(resp))
     fresh = resp.get("freshness")
     degraded = fresh.get("degraded") if isinstance(fresh, dict) else None
@@ -37,12 +39,10 @@ def run(args: argparse.Namespace, cfg: Config, out: TextIO) -> int:
     return EXIT_OK
 
 
-def _in_process(args: argparse.Namespace, cfg: Config, query: str) -> dict[str, Any]:
+def _in_process(args: argparse.Namespace, agent: AgentConfig, query: str) -> dict[str, Any]:
     from memoryd.cli.local import run_engine
     from memoryd.index.engine import IndexEngine
     from memoryd.store.lock import WriterLockBusyError
-
-    agent = cfg.agent(args.agent)
 
     async def body(engine: IndexEngine) -> dict[str, Any]:
         if not args.no_sync:

@@ -11,6 +11,7 @@ import anyio
 
 from memoryd import daemon
 from memoryd import logging as logs
+from memoryd.cli.agents import choose
 from memoryd.cli.exits import EXIT_OK
 from memoryd.cli.link import daemon_answers, socket_path, start_daemon
 from memoryd.config import Config
@@ -33,15 +34,15 @@ def serve(args: argparse.Namespace, cfg: Config, out: TextIO) -> int:
 
 def mcp(args: argparse.Namespace, cfg: Config, out: TextIO) -> int:
     logs.configure(args.log_level or "warning")
+    agent = choose(args, cfg)
     if args.standalone or args.workspace is not None:
-        agent = cfg.agent(args.agent)
         solo = dataclasses.replace(cfg, agents={agent.id: agent})
         anyio.run(_standalone, solo, agent.id)
         return EXIT_OK
     path = socket_path(args, cfg)
     if not daemon_answers(path):
         start_daemon(args, path)
-    anyio.run(run_bridge, path, args.agent)
+    anyio.run(run_bridge, path, agent.id)
     return EXIT_OK
 
 

@@ -7,20 +7,20 @@ from typing import Any, TextIO
 
 import orjson
 
+from memoryd.cli.agents import every
 from memoryd.cli.exits import EXIT_OK
 from memoryd.cli.link import live_daemon, tool
 from memoryd.cli.output import dump
-from memoryd.config import Config
+from memoryd.config import AgentConfig, Config
 
 
 def run(args: argparse.Namespace, cfg: Config, out: TextIO) -> int:
+    agents = every(args, cfg)
     live = live_daemon(args, cfg)
-    statuses: list[dict[str, Any]] = []
     if live is not None:
-        agent_ids = [args.agent] if args.agent else list(cfg.agents)
-        statuses = [tool(live, a, "status", {"deep": args.deep}) for a in agent_ids]
+        statuses = [tool(live, a.id, "status", {"deep": args.deep}) for a in agents]
     else:
-        statuses = _in_process(args, cfg)
+        statuses = _in_process(args, agents)
     if args.json:
         out.write(dump(statuses[0] if len(statuses) == 1 else statuses) + "\n")
     else:
@@ -28,11 +28,10 @@ def run(args: argparse.Namespace, cfg: Config, out: TextIO) -> int:
     return EXIT_OK
 
 
-def _in_process(args: argparse.Namespace, cfg: Config) -> list[dict[str, Any]]:
+def _in_process(args: argparse.Namespace, agents: list[AgentConfig]) -> list[dict[str, Any]]:
     from memoryd.cli.local import run_engine
     from memoryd.index.engine import IndexEngine
 
-    agents = [cfg.agent(args.agent)] if args.agent or args.workspace else list(cfg.agents.values())
     statuses = []
     for agent in agents:
 
