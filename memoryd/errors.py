@@ -8,6 +8,7 @@ JSON-RPC errors. Anything else reaching an edge is a bug and is logged as one.
     ├── ConfigError              invalid settings; names the key and the bad value
     ├── SourceError              a memory file or transcript could not be read
     ├── AccessDeniedError        a path outside the agent's memory roots, a symlink, not markdown
+    │   └── RefusedFileError (memoryd.sources.safefile)  not a regular file, too large, a hard link
     ├── NotFoundError            an unknown agent, a missing file
     ├── WriteRefusedError        memory_write will not save this text there (a secret, the size limit,
     │                            a symlink, a file that is not regular, a workspace it cannot write)

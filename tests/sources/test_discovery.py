@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import pytest
+
 from memoryd.sources.discovery import is_memory_path, list_memory_files, list_session_files, memory_file_at
 from tests.conftest import write
 
@@ -69,6 +71,13 @@ def test_is_memory_path_matches_openclaw() -> None:
     assert is_memory_path("DREAMS.md")
     assert not is_memory_path("notes.md")
     assert not is_memory_path("sessions/a.jsonl")
+
+
+@pytest.mark.parametrize(
+    "rel", [".memory/x.md", "..memory/x.md", ".MEMORY.md", "..MEMORY.md", "memory/../x.md", "memoryx/a.md", "memory"]
+)
+def test_is_memory_path_tests_components_not_a_prefix(rel: str) -> None:
+    assert not is_memory_path(rel)
 
 
 def test_memory_file_at_names_exactly_the_workspace_files_the_listing_holds(workspace: Path, tmp_path: Path) -> None:
