@@ -67,6 +67,15 @@ async def save(
 
     def work() -> tuple[Written, str | None]:
         entry = check_entry(text, heading)
-        return append_entry(agent.workspace, target, entry, now=moment), entry.heading
+        files = agent.settings.files
+        written = append_entry(
+            agent.workspace,
+            target,
+            entry,
+            now=moment,
+            max_bytes=files.max_markdown_bytes,
+            allow_hard_links=files.allow_hard_links,
+        )
+        return written, entry.heading
 
     return await anyio.to_thread.run_sync(work)

@@ -188,3 +188,18 @@ def test_threads_writing_at_once_each_land_exactly_once_at_the_lines_they_report
         assert cited[0] == STAMP and cited[1].startswith("entry ") and cited[2].startswith("second line ")
     assert lines[0] == "# 2026-12-01"
     assert len(results) == 80
+
+
+def test_a_hard_link_and_a_file_that_would_outgrow_the_read_cap_are_refused(ws: Path) -> None:
+    elsewhere = ws.parent / "bashrc"
+    elsewhere.write_text("export PATH=/usr/bin\n")
+    (ws / "memory").mkdir()
+    os.link(elsewhere, ws / DAILY)
+    with pytest.raises(WriteRefusedError, match=r"is a hard link \(2 names\)"):
+        save(ws, "x")
+    assert elsewhere.read_text() == "export PATH=/usr/bin\n"
+    assert save(ws, "Allowed when configured.", allow_hard_links=True).start_line == 3
+    (ws / "MEMORY.md").write_text("x" * 90)
+    with pytest.raises(WriteRefusedError, match=r"over files\.max_markdown_bytes"):
+        save(ws, "One entry too many.", "long-term", max_bytes=100)
+    assert (ws / "MEMORY.md").read_text() == "x" * 90

@@ -76,12 +76,16 @@ def append_entry(
     entry: Entry,
     *,
     now: datetime,
+    max_bytes: int | None = None,
+    allow_hard_links: bool = False,
     on_stage: Callable[[Stage, Path], None] | None = None,
 ) -> Written:
     """Append `entry` to the agent's daily note (of `now`'s date) or to MEMORY.md; blocking.
 
     `on_stage` is called after the file was read ("read") and after the block was written and
-    synced ("written"): tests play an editor saving at exactly those moments.
+    synced ("written"): tests play an editor saving at exactly those moments. The read rules hold
+    for the target too (`files.*`, as `memoryd.sources.safefile` applies them): a file that would grow
+    past `max_bytes` could never be indexed, and a hard link names a file elsewhere, so both are refused.
     """
     with _folder(workspace, target) as (folder, folder_path):
         _lock(folder, folder_path)
@@ -90,11 +94,17 @@ def append_entry(
         title = f"{now:%Y-%m-%d}" if target == "daily" else LONG_TERM_TITLE
         stamp = stamp_line(now)
         file_path = folder_path / name
-        fd, created = _open_file(folder, file_path)
+        fd, created = _open_file(folder, file_path, allow_hard_links=allow_hard_links)
         try:
             for _ in range(ROUNDS):
                 before = _read_all(fd)
                 placed = place(before, entry, stamp, title=title)
+                grown = len(before) + len(placed.block)
+                if max_bytes is not None and grown > max_bytes:
+                    raise WriteRefusedError(
+                        f"{shown} would grow to {grown:,} bytes, over files.max_markdown_bytes ({max_bytes:,}), "
+                        "and could no longer be indexed: save to the other target, or raise the limit"
+                    )
                 if on_stage is not None:
                     on_stage("read", file_path)
                 landed = _append(fd, placed.block, file_path)
@@ -115,7 +125,7 @@ def append_entry(
                         saved_at=now,
                     )
                 os.close(fd)  # the entry is not in the file at this path: append it to what is there now
-                fd, created_now = _open_file(folder, file_path)
+                fd, created_now = _open_file(folder, file_path, allow_hard_links=allow_hard_links)
                 created = created or created_now
         finally:
             os.close(fd)
@@ -216,8 +226,9 @@ def _long_term_name(folder: int, workspace: Path) -> str:
     return ROOT_NOTES[0]
 
 
-def _open_file(folder: int, path: Path) -> tuple[int, bool]:
-    """The file opened for appending, (fd, created now); a symlink or a non-regular file is refused."""
+def _open_file(folder: int, path: Path, *, allow_hard_links: bool) -> tuple[int, bool]:
+    """The file opened for appending, (fd, created now); a symlink, a non-regular file or (unless allowed) a
+    hard link is refused."""
     while True:
         try:
             fd = os.open(path.name, _FILE_FLAGS, dir_fd=folder)
@@ -232,9 +243,16 @@ def _open_file(folder: int, path: Path) -> tuple[int, bool]:
             created = True
         except OSError as exc:
             raise _file_refusal(exc, folder, path) from None
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
             os.close(fd)
             raise WriteRefusedError(f"{path} is not a regular file")
+        if info.st_nlink > 1 and not allow_hard_links:
+            os.close(fd)
+            raise WriteRefusedError(
+                f"{path} is a hard link ({info.st_nlink} names): it may be any file of yours, so memory_write does "
+                "not append to it (files.allow_hard_links = true allows it)"
+            )
         return fd, created
 
 
