@@ -53,6 +53,7 @@ COMMANDS: dict[str, Command] = {
     "search": Command("search:run", logs_first=False),
     "get": Command("get:run", logs_first=False),
     "remember": Command("remember:run", logs_first=False),
+    "setup": Command("setup:run"),
     "status": Command("status:run", logs_first=False),
     "config": Command("config_show:run"),
     "install-service": Command("service:install"),
