@@ -294,7 +294,8 @@ def format_search(resp: dict[str, object]) -> str:
         if r.get("citation"):  # the header line cites already, as OpenClaw's CLI prints it
             snippet = snippet.removesuffix(f"\n\nSource: {r['citation']}")
         snippet = snippet.rstrip()
-        parts.append(f"{float(r['score']):.3f} {r['path']}:{r['startLine']}-{r['endLine']}\n{snippet}\n\n")
+        where = r["path"] if r.get("kind") else f"{r['path']}:{r['startLine']}-{r['endLine']}"  # media: no lines
+        parts.append(f"{float(r['score']):.3f} {where}\n{snippet}\n\n")
     return "".join(parts)
 
 
