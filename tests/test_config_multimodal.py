@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import io
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from memoryd import cli
 from memoryd import config as config_mod
 from memoryd.errors import ConfigError
 from memoryd.media import DEFAULT_MAX_FILE_BYTES
@@ -73,11 +73,11 @@ def test_a_disabled_feature_is_never_refused(tmp_path: Path) -> None:
     assert not _agent(tmp_path, multimodal={"enabled": False}, provider="openai").settings.multimodal.active
 
 
-def test_the_cli_exits_2_naming_the_key(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_the_cli_exits_2_naming_the_key(tmp_path: Path) -> None:
     config = tmp_path / "config.toml"
     config.write_text(f'[agents.main]\nworkspace = "{tmp_path}"\nmultimodal = {{ enabled = true }}\n')
-    code = cli.main(
-        ["config", "show", "--config", str(config), "--state-dir", str(tmp_path / "state")], out=io.StringIO()
-    )
-    assert code == 2
-    assert "multimodal.enabled" in capsys.readouterr().err
+    argv = ["config", "show", "--config", str(config), "--state-dir", str(tmp_path / "state")]
+    command = [sys.executable, "-m", "memoryd", *argv]
+    done = subprocess.run(command, check=False, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2
+    assert "multimodal.enabled" in done.stderr and "gemini-embedding-2" in done.stderr

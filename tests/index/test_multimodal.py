@@ -9,15 +9,15 @@ changing its settings rebuilds the index; search returns media files without lin
 from __future__ import annotations
 
 import hashlib
-import io
 import re
+import subprocess
+import sys
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from memoryd import cli
 from memoryd.config import AgentConfig
 from memoryd.embeddings.base import Fingerprint
 from memoryd.embeddings.select import create_provider
@@ -259,20 +259,19 @@ async def test_a_media_file_changed_while_it_is_indexed_waits_for_the_next_sync(
     assert got.dropped == {0: "changed"} and got.vectors == {}
 
 
-def test_the_cli_prints_a_media_result_without_lines(
-    ws: Path, server: GeminiFake, tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_the_cli_prints_a_media_result_without_lines(ws: Path, server: GeminiFake, tmp_path: Path) -> None:
     config = tmp_path / "config.toml"
     config.write_text(
         f'[agents.main]\nworkspace = "{ws}"\nprovider = "gemini"\nmodel = "gemini-embedding-2"\n'
         f'extra_paths = ["{ws.parent / "vault"}"]\nmultimodal = {{ enabled = true }}\n'
         f'remote = {{ base_url = "{server.base_url}", api_key = "k" }}\n'
     )
-    out = io.StringIO()
     argv = ["search", "cat png", "--min-score", "0", "--config", str(config), "--state-dir", str(tmp_path / "st")]
-    code = cli.main([*argv, "--socket", str(tmp_path / "no-daemon.sock")], out=out)
-    assert code == 0, capsys.readouterr().err
-    lines = out.getvalue().splitlines()
+    argv += ["--socket", str(tmp_path / "no-daemon.sock")]
+    command = [sys.executable, "-m", "memoryd", *argv]
+    done = subprocess.run(command, check=False, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
     header = next(line for line in lines if "cat.png" in line)
     assert re.fullmatch(r"\d\.\d{3} \.\./vault/cat\.png", header), header
     assert lines[lines.index(header) + 1] == "Image file: ../vault/cat.png"
