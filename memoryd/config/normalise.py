@@ -10,6 +10,7 @@ from memoryd.compat import apply_compat
 from memoryd.config.settings import (
     CacheSettings,
     ChunkingSettings,
+    FilesSettings,
     MemorySearchSettings,
     MmrSettings,
     MultimodalSettings,
@@ -76,6 +77,11 @@ def normalise(s: MemorySearchSettings) -> MemorySearchSettings:
     sources = s.sources or ("memory",)
     mm = s.multimodal
     multimodal = dataclasses.replace(mm, modalities=mm.kinds)
+    files = FilesSettings(
+        max_markdown_bytes=max(1, s.files.max_markdown_bytes),
+        max_transcript_bytes=max(1, s.files.max_transcript_bytes),
+        allow_hard_links=s.files.allow_hard_links,
+    )
     return dataclasses.replace(
         s,
         chunking=chunking,
@@ -85,6 +91,7 @@ def normalise(s: MemorySearchSettings) -> MemorySearchSettings:
         cache=cache,
         sources=sources,
         multimodal=multimodal,
+        files=files,
     )
 
 

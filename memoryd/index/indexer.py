@@ -30,7 +30,15 @@ from memoryd.index.embedding import embed_prepared
 from memoryd.index.media_embedding import embed_media
 from memoryd.index.roots import degraded_places, track, unlisted_paths
 from memoryd.index.state import IndexState, Progress, ProgressFn
-from memoryd.index.sync import MediaOptions, Outcome, Prepared, SyncCounts, prepare_many, skipped, write_prepared
+from memoryd.index.sync import (
+    MediaOptions,
+    Outcome,
+    Prepared,
+    SyncCounts,
+    media_skipped,
+    prepare_many,
+    write_prepared,
+)
 from memoryd.sources.discovery import SourceFile
 from memoryd.store import schema
 from memoryd.store.index import IndexMeta, IndexStore
@@ -79,14 +87,20 @@ class Indexer:
         targeted, reasons = await anyio.to_thread.run_sync(decide)
         if reasons:
             log.info("full reindex", agent=self.agent.id, reason=reason, why=reasons)
-            return True, await self._full_reindex(progress)
+            counts = await self._full_reindex(progress)
+            self._state.skipped = dict(counts.skipped)
+            return True, counts
         if targeted:
             counts = await self._index(store, targeted, prune=(), full=False, progress=progress)
             self._state.dirty_sessions.difference_update(f.path for f in targeted)
+            for f in targeted:
+                self._state.skipped.pop(f.path, None)
+            self._state.skipped.update(counts.skipped)
             return False, counts
         files, unlisted = await anyio.to_thread.run_sync(discover, self.agent, sources)
         await anyio.to_thread.run_sync(self._note_unreadable, unlisted)
         counts = await self._index(store, files, prune=sources, keep=unlisted, full=False, progress=progress)
+        self._state.skipped = dict(counts.skipped)  # a refused file is never UNCHANGED: every sync lists them all
         self._state.dirty = False
         self._state.dirty_sessions.clear()
         return False, counts
@@ -114,6 +128,7 @@ class Indexer:
                 states[f"{source}\x00{path}"] = st
         total = SyncCounts()
         chunking = self.settings.chunking
+        rules = self.settings.files
         model = self._active.fingerprint.model
         provider = self._active.provider
         limit = None if provider is None else input_limit_bytes(provider.id, provider.model)
@@ -125,7 +140,14 @@ class Indexer:
             }
             prepared = await anyio.to_thread.run_sync(
                 functools.partial(
-                    prepare_many, batch, batch_states, chunking, full=full, max_input_bytes=limit, media=media
+                    prepare_many,
+                    batch,
+                    batch_states,
+                    chunking,
+                    full=full,
+                    max_input_bytes=limit,
+                    rules=rules,
+                    media=media,
                 )
             )
             try:
@@ -175,12 +197,21 @@ class Indexer:
         cache = self.settings.cache.enabled
         vectors = await embed_prepared(provider, store, prepared, cache=cache, batch=self.batch)
         dims = next((int(v.shape[-1]) for v in vectors if v is not None), None)
-        media = await embed_media(provider, store, prepared, cache=cache, dims=dims)
+        mm = self.settings.multimodal
+        media = await embed_media(
+            provider,
+            store,
+            prepared,
+            cache=cache,
+            dims=dims,
+            rules=self.settings.files,
+            max_file_bytes=mm.max_file_bytes,
+        )
         out = list(prepared)
         for i, row in media.vectors.items():
             vectors[i] = row
         for i, why in media.dropped.items():
-            out[i] = skipped(out[i], "rejected") if why == "rejected" else Prepared(out[i].file, Outcome.VANISHED)
+            out[i] = media_skipped(out[i], "rejected") if why == "rejected" else Prepared(out[i].file, Outcome.VANISHED)
         return out, vectors
 
     async def _full_reindex(self, progress: ProgressFn | None) -> SyncCounts:

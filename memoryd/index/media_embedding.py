@@ -20,11 +20,14 @@ import anyio.to_thread
 import numpy as np
 import structlog
 
+from memoryd.config import FilesSettings
 from memoryd.embeddings.base import EmbeddingProvider, MediaEmbedder, MediaInput, Vectors, media_embedder
 from memoryd.embeddings.retry import DEFAULT_RETRY_POLICY, RetryPolicy, with_retries
 from memoryd.errors import EmbeddingError, EmbeddingInputTooLargeError
 from memoryd.index.embedding import index_dims
 from memoryd.index.sync import Outcome, Prepared, read_source
+from memoryd.media import DEFAULT_MAX_FILE_BYTES
+from memoryd.sources.safefile import RefusedFileError
 from memoryd.store.index import IndexStore
 
 log = structlog.get_logger(__name__)
@@ -48,6 +51,8 @@ async def embed_media(
     *,
     cache: bool,
     dims: int | None = None,
+    rules: FilesSettings | None = None,
+    max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
     policy: RetryPolicy = DEFAULT_RETRY_POLICY,
 ) -> MediaVectors:
     """Vectors for the changed media files among `prepared`. `dims`: the size of this batch's text
@@ -70,7 +75,7 @@ async def embed_media(
             out.vectors[i] = hit.reshape(1, -1)
             expected = int(hit.shape[-1])
             continue
-        got = await _embed_one(embedder, item, policy)
+        got = await _embed_one(embedder, item, rules or FilesSettings(), max_file_bytes, policy)
         if isinstance(got, str):
             out.dropped[i] = got
             continue
@@ -93,13 +98,15 @@ async def embed_media(
     return out
 
 
-async def _embed_one(embedder: MediaEmbedder, item: Prepared, policy: RetryPolicy) -> Vectors | Dropped:
-    """One media file's vector, re-read from disk; or why it has none this pass."""
+async def _embed_one(
+    embedder: MediaEmbedder, item: Prepared, rules: FilesSettings, max_file_bytes: int, policy: RetryPolicy
+) -> Vectors | Dropped:
+    """One media file's vector, re-read from disk through the safe reader; or why it has none this pass."""
     ref = item.media
     assert ref is not None
     try:
-        data = await anyio.to_thread.run_sync(read_source, item.file.abs_path)
-    except OSError:
+        data, _ = await anyio.to_thread.run_sync(read_source, item.file, rules, max_file_bytes)
+    except (OSError, RefusedFileError):  # it is no longer the file that was prepared
         data = b""
     if hashlib.sha256(data).hexdigest() != ref.data_hash:
         log.info("media file changed while it was indexed; left for the next sync", path=item.file.path)

@@ -9,6 +9,7 @@ changing its settings rebuilds the index; search returns media files without lin
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 import subprocess
 import sys
@@ -275,3 +276,15 @@ def test_the_cli_prints_a_media_result_without_lines(ws: Path, server: GeminiFak
     header = next(line for line in lines if "cat.png" in line)
     assert re.fullmatch(r"\d\.\d{3} \.\./vault/cat\.png", header), header
     assert lines[lines.index(header) + 1] == "Image file: ../vault/cat.png"
+
+
+async def test_media_files_are_read_through_the_safe_reader(engine: IndexEngine, server: GeminiFake, ws: Path) -> None:
+    """A hard link is refused for media as for markdown (it may name any file): listed in skippedFiles."""
+    vault = ws.parent / "vault"
+    os.link(vault / "cat.png", vault / "cat-copy.png")
+    await engine.sync("test")
+    listed = engine.status()["skippedFiles"]
+    assert isinstance(listed, list)
+    refused = {f["path"]: f["reason"] for f in listed}
+    assert refused == {"../vault/cat.png": "hard-link", "../vault/cat-copy.png": "hard-link"}
+    assert [m for m, _ in server.media] == ["audio/wav"]  # neither picture was sent
