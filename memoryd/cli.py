@@ -9,10 +9,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import socket
-import subprocess
 import sys
-import time
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import TextIO, TypeVar
@@ -27,12 +24,15 @@ from memoryd.config import AgentConfig, Config
 from memoryd.daemon import DaemonService
 from memoryd.embeddings.local import LoadState, LocalEmbeddingProvider
 from memoryd.embeddings.select import Selection, select_provider
-from memoryd.errors import ConfigError, DaemonError, MemorydError, first_error
+from memoryd.errors import ConfigError, DaemonError, DaemonRunningError, MemorydError, first_error
 from memoryd.eval import cli as eval_cli
 from memoryd.index.engine import IndexEngine
 from memoryd.index.supervisor import Supervisor
 from memoryd.index.watcher import Watcher
 from memoryd.progress import ProgressBar
+from memoryd.runtime.locate import find_daemon, start_daemon
+from memoryd.runtime.private import ensure_private_dir
+from memoryd.runtime.record import EXIT_ALREADY_RUNNING
 from memoryd.server.client import call_tool, request_sync
 from memoryd.server.stdio import run_bridge, serve_stdio
 from memoryd.service.install import InstallResult, install_service, uninstall_service
@@ -59,7 +59,7 @@ def _common() -> argparse.ArgumentParser:
     common.add_argument("--state-dir", type=Path, help="where databases live (default: $XDG_STATE_HOME/memoryd)")
     common.add_argument("--log-level", default=None, help="debug, info, warning, error (default: warning)")
     common.add_argument(
-        "--socket", type=Path, help="the daemon's socket (default: $XDG_RUNTIME_DIR/memoryd/memoryd.sock)"
+        "--socket", type=Path, help="the daemon's socket (default: the running daemon's, from its state directory)"
     )
     return common
 
@@ -129,30 +129,18 @@ def _load(args: argparse.Namespace) -> Config:
 # ---------------------------------------------------------------------------- daemon or in-process
 
 
-def _socket(args: argparse.Namespace, cfg: Config) -> Path:
-    return args.socket.expanduser() if args.socket else cfg.socket
+def _explicit_socket(args: argparse.Namespace, cfg: Config) -> Path | None:
+    """A socket the user chose: `--socket`, `$MEMORYD_SOCKET`, `daemon.socket_path`."""
+    return Path(args.socket).expanduser() if args.socket else cfg.explicit_socket
 
 
 def _live_daemon(args: argparse.Namespace, cfg: Config) -> Path | None:
-    """The daemon's socket if a daemon answers there; ad-hoc `--workspace` agents always run in-process."""
-    if args.workspace is not None:
-        return None
-    path = _socket(args, cfg)
-    return path if daemon_answers(path) else None
-
-
-def daemon_answers(path: Path) -> bool:
-    if not path.exists():
-        return False
-    probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    probe.settimeout(1.0)
-    try:
-        probe.connect(str(path))
-    except OSError:
-        return False
-    finally:
-        probe.close()
-    return True
+    """The socket of the daemon to talk to (found from any environment, see memoryd.runtime.locate),
+    or None to work in-process; ad-hoc `--workspace` agents always run in-process."""
+    found = None if args.workspace is not None else find_daemon(cfg.state_dir, _explicit_socket(args, cfg))
+    if found is None:  # in-process: databases go into the state directory, private like the daemon's
+        ensure_private_dir(cfg.state_dir, what="state directory", tighten=True)
+    return found
 
 
 def _run_engine(
@@ -205,7 +193,11 @@ def cmd_serve(args: argparse.Namespace, cfg: Config, out: TextIO) -> int:
         log_path.parent.mkdir(parents=True, exist_ok=True)
         stream = log_path.open("a", encoding="utf-8")
     logs.configure(args.log_level or d.log_level, args.log_format or d.log_format, stream)
-    return daemon.run(cfg, config_path=args.config, socket_path=args.socket)
+    try:
+        return daemon.run(cfg, config_path=args.config, socket_path=args.socket)
+    except DaemonRunningError as exc:
+        sys.stderr.write(f"memoryd serve: {exc}\n")
+        return EXIT_ALREADY_RUNNING
 
 
 def cmd_mcp(args: argparse.Namespace, cfg: Config, out: TextIO) -> int:
@@ -214,9 +206,7 @@ def cmd_mcp(args: argparse.Namespace, cfg: Config, out: TextIO) -> int:
         solo = dataclasses.replace(cfg, agents={agent.id: agent})
         anyio.run(_standalone, solo, agent.id)
         return EXIT_OK
-    path = _socket(args, cfg)
-    if not daemon_answers(path):
-        start_daemon(args, path)
+    path = start_daemon(_serve_args(args), cfg.state_dir, _explicit_socket(args, cfg))
     anyio.run(run_bridge, path, args.agent)
     return EXIT_OK
 
@@ -232,25 +222,14 @@ async def _standalone(cfg: Config, agent_id: str) -> None:
         tg.cancel_scope.cancel()
 
 
-def start_daemon(args: argparse.Namespace, path: Path, timeout_s: float = 20.0) -> None:
-    """Start `memoryd serve` in the background and wait until it answers on its socket."""
-    cmd = [sys.executable, "-m", "memoryd", "serve", "--socket", str(path)]
-    if args.config:
-        cmd += ["--config", str(args.config)]
-    if args.state_dir:
-        cmd += ["--state-dir", str(args.state_dir)]
-    log_path = (args.state_dir or paths.state_dir()) / "daemon.log"
-    log_path.parent.mkdir(parents=True, exist_ok=True)
-    with log_path.open("ab") as log_file:
-        subprocess.Popen(  # noqa: S603 - our own interpreter and module
-            cmd, stdin=subprocess.DEVNULL, stdout=log_file, stderr=log_file, start_new_session=True
-        )
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if daemon_answers(path):
-            return
-        time.sleep(0.05)
-    raise DaemonError(f"started memoryd serve but it did not answer on {path} within {timeout_s:.0f} s; see {log_path}")
+def _serve_args(args: argparse.Namespace) -> list[str]:
+    """`memoryd serve`'s arguments for a daemon `memoryd mcp` starts: this command's config, state
+    directory and chosen socket (absolute: the daemon outlives this process)."""
+    serve: list[str] = []
+    for flag, value in (("--socket", args.socket), ("--config", args.config), ("--state-dir", args.state_dir)):
+        if value:
+            serve += [flag, str(Path(value).expanduser().absolute())]
+    return serve
 
 
 def cmd_index(args: argparse.Namespace, cfg: Config, out: TextIO) -> int:
