@@ -71,12 +71,10 @@ class Config:
     source_file: Path | None
 
     def agent(self, agent_id: str | None) -> AgentConfig:
-        """The named agent; with no name, the only agent (or `main`)."""
+        """The named agent; with no name, the only agent (never a guess among several)."""
         if agent_id is None:
             if len(self.agents) == 1:
                 return next(iter(self.agents.values()))
-            if DEFAULT_AGENT in self.agents:
-                return self.agents[DEFAULT_AGENT]
             raise NotFoundError(f"several agents are configured; name one of: {', '.join(sorted(self.agents))}")
         try:
             return self.agents[agent_id]

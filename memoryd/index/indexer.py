@@ -20,7 +20,7 @@ from memoryd.config import AgentConfig
 from memoryd.embeddings.active import ActiveProvider
 from memoryd.embeddings.base import Vectors
 from memoryd.embeddings.batch import BatchEmbedder
-from memoryd.embeddings.remote import input_limit_bytes
+from memoryd.embeddings.limits import input_limit_bytes
 from memoryd.errors import EmbeddingError
 from memoryd.faults import crash_point
 from memoryd.index import plan
