@@ -28,7 +28,7 @@ def run(args: argparse.Namespace, cfg: Config, out: TextIO) -> int:
             arguments["minScore"] = args.min_score
         resp = tool(live, agent.id, "memory_search", arguments)
     else:
-        resp = _in_process(args, agent, query)
+        resp = _in_process(args, cfg, agent, query)
     out.write(dump(resp) + "\n" if args.json else format_search(resp))
     fresh = resp.get("freshness")
     degraded = fresh.get("degraded") if isinstance(fresh, dict) else None
@@ -39,10 +39,16 @@ def run(args: argparse.Namespace, cfg: Config, out: TextIO) -> int:
     return EXIT_OK
 
 
-def _in_process(args: argparse.Namespace, agent: AgentConfig, query: str) -> dict[str, Any]:
+def _in_process(args: argparse.Namespace, cfg: Config, agent: AgentConfig, query: str) -> dict[str, Any]:
+    from memoryd.cli.backend import with_qmd
     from memoryd.cli.local import run_engine
     from memoryd.index.engine import IndexEngine
+    from memoryd.qmd.fallback import FallbackSearcher
+    from memoryd.search.citations import cite
+    from memoryd.search.request import SearchRequest
     from memoryd.store.lock import WriterLockBusyError
+
+    request = SearchRequest(query, max_results=args.max_results, min_score=args.min_score, corpus=args.corpus)
 
     async def body(engine: IndexEngine) -> dict[str, Any]:
         if not args.no_sync:
@@ -52,8 +58,17 @@ def _in_process(args: argparse.Namespace, agent: AgentConfig, query: str) -> dic
                 pass  # somebody else is writing: search the index as it is
             else:
                 await engine.sync("search")
-        result = await engine.search(query, max_results=args.max_results, min_score=args.min_score, corpus=args.corpus)
-        return result.to_dict()
+
+        async def answer(qmd: FallbackSearcher | None) -> dict[str, Any]:
+            if qmd is None:
+                resp = await engine.searcher.search(request)
+            else:
+                if not args.no_sync:
+                    await qmd.sync("cli")  # `qmd update`; a failure hands the search to the builtin index
+                resp = await qmd.search(request)
+            return cite(resp, agent.settings.citations, None).to_dict()
+
+        return await with_qmd(agent, engine, cfg.state_dir, answer, as_is=args.no_sync)
 
     return run_engine(args, agent, body, writer=False, embed=True)
 

@@ -40,6 +40,7 @@ ORDER: dict[str, tuple[str, ...]] = {
     "providerUnavailableReason": (),
     "readonlyRecovery": (),
     "corruptDatabaseMovedTo": (),
+    "skippedFiles": (),
     "malformedTranscriptLines": (),
     "indexedAt": (),
     "pending": (),
