@@ -19,6 +19,8 @@ JSON-RPC errors. Anything else reaching an edge is a bug and is logged as one.
     │   ├── EmbeddingRateLimitError  429 / overload: retried with backoff (retry_after in seconds)
     │   └── EmbeddingInputTooLargeError  the request was refused as too large (a media file is skipped)
     ├── DaemonError              the daemon could not be reached or started
+    │   ├── DaemonRunningError     another daemon holds the state directory (a second `serve` exits)
+    │   └── NotPrivateError        a directory, socket, record or listener that must be this user's alone is not
     ├── ProtocolError            a malformed request from a client
     └── QmdError (memoryd.qmd.errors)  the QMD backend failed: missing binary, timeout, exit, bad output
 """
@@ -90,6 +92,15 @@ class DaemonError(MemorydError):
     """The daemon could not be reached or started."""
 
 
+class DaemonRunningError(DaemonError):
+    """Another memoryd daemon holds the state directory; the message names its pid and socket."""
+
+
+class NotPrivateError(DaemonError):
+    """Something that must be this user's alone is not (the socket or state directory, the socket, the
+    daemon record, the process listening): refused, and the message says why."""
+
+
 class ProtocolError(MemorydError):
     """A client sent a malformed request."""
 
@@ -99,6 +110,16 @@ def first_error(exc: BaseException) -> BaseException:
     while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
         exc = exc.exceptions[0]
     return exc
+
+
+def describe(exc: BaseException) -> str:
+    """What went wrong, in the words of the error that really happened: never the text of the
+    exception group a task group wrapped it in ("unhandled errors in a TaskGroup")."""
+    inner = first_error(exc)
+    text = str(inner).strip()
+    if isinstance(inner, MemorydError):
+        return text or type(inner).__name__
+    return f"{type(inner).__name__}: {text}" if text else type(inner).__name__
 
 
 class RerankError(MemorydError):

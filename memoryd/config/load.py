@@ -84,7 +84,16 @@ class Config:
 
     @property
     def socket(self) -> Path:
-        return Path(self.daemon.socket_path).expanduser() if self.daemon.socket_path else paths.socket_path()
+        """Where the daemon listens: the configured socket, else the default (`paths.socket_path`)."""
+        return self.explicit_socket or paths.socket_path(self.state_dir)
+
+    @property
+    def explicit_socket(self) -> Path | None:
+        """A socket the user chose: `$MEMORYD_SOCKET` (the environment wins, as for the config file
+        and the state directory), else `daemon.socket_path`."""
+        if self.daemon.socket_path:
+            return paths.explicit_socket() or Path(self.daemon.socket_path).expanduser()
+        return paths.explicit_socket()
 
 
 AGENT_ONLY_KEYS = ("workspace", "sessions_dir")

@@ -27,6 +27,7 @@ import structlog
 import watchfiles
 from anyio.abc import TaskStatus
 
+from memoryd.errors import describe
 from memoryd.index.actor import AgentIndex
 from memoryd.index.roots import place_error, still_unreadable, unreadable_roots
 from memoryd.media import classify
@@ -177,8 +178,8 @@ class Watcher:
                     tg.cancel_scope.cancel()
                 delay = self._poll_s
             except Exception as exc:  # a bug or an unforeseen OS error: never take the daemon down with it
-                log.exception("file watcher failed; trying again", retry_in_s=delay)
-                self.failure = f"watcher failed: {exc}"
+                self.failure = f"watcher failed: {describe(exc)}"
+                log.exception("file watcher failed; trying again", error=self.failure, retry_in_s=delay)
                 self._set_mode()
                 if not started:
                     task_status.started()
