@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from memoryd.compat import Compat
+from memoryd.media import DEFAULT_MAX_FILE_BYTES, Modality, normalise_modalities
 from memoryd.qmd.settings import QmdSettings
 
 Source = Literal["memory", "sessions"]
@@ -19,6 +20,7 @@ FallbackName = Literal["none", "local", "openai", "gemini", "voyage", "mistral",
 Fusion = Literal["weighted", "rrf"]
 Backend = Literal["builtin", "qmd"]
 RerankProvider = Literal["none", "cohere", "voyage", "jina", "tei"]
+ModalityName = Literal["image", "audio", "all"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,6 +158,51 @@ class CacheSettings:
     max_entries: int = 0  # 0 = no cap (OpenClaw's code default)
 
 
+DEFAULT_MAX_MARKDOWN_BYTES = 10 * 1024 * 1024
+"""`files.max_markdown_bytes`' default: a larger note is neither indexed nor served by memory_get."""
+
+DEFAULT_MAX_TRANSCRIPT_BYTES = 256 * 1024 * 1024
+"""`files.max_transcript_bytes`' default: long agent sessions with tool output reach tens of MB; a
+transcript past this is skipped (status says so) rather than read into memory whole."""
+
+
+@dataclass(frozen=True, slots=True)
+class FilesSettings:
+    """What memoryd reads of one source file (memoryd.sources.safefile applies it on the open descriptor).
+
+    A file over its cap, a non-regular file or (by default) a hard link is skipped by indexing, refused
+    by memory_get, and listed with the reason in status (`skippedFiles`).
+    """
+
+    max_markdown_bytes: int = DEFAULT_MAX_MARKDOWN_BYTES
+    max_transcript_bytes: int = DEFAULT_MAX_TRANSCRIPT_BYTES
+    allow_hard_links: bool = False
+    """A hard link in memory/ may name a file anywhere on the file system (~/.ssh/id_ed25519, say) and
+    nothing about the path shows it: such files are refused unless this is true."""
+
+
+@dataclass(frozen=True, slots=True)
+class MultimodalSettings:
+    """OpenClaw's `multimodal`: images and audio in `extra_paths`, embedded by a multimodal model.
+
+    After loading, `modalities` holds the kinds in use: `"all"` expanded, and none while disabled.
+    """
+
+    enabled: bool = False
+    modalities: tuple[ModalityName, ...] = ("all",)
+    max_file_bytes: int = DEFAULT_MAX_FILE_BYTES
+
+    @property
+    def kinds(self) -> tuple[Modality, ...]:
+        """The kinds of media files indexed: none while disabled, both for `"all"`."""
+        return normalise_modalities(self.modalities) if self.enabled else ()
+
+    @property
+    def active(self) -> bool:
+        """Enabled with at least one kind: media files are indexed (OpenClaw's isMemoryMultimodalEnabled)."""
+        return bool(self.kinds)
+
+
 @dataclass(frozen=True, slots=True)
 class MemorySearchSettings:
     """OpenClaw's `memorySearch` tree in snake_case, with its defaults (spec §1, §4.4)."""
@@ -163,6 +210,7 @@ class MemorySearchSettings:
     enabled: bool = True
     sources: tuple[Source, ...] = ("memory", "sessions")
     extra_paths: tuple[str, ...] = ()
+    multimodal: MultimodalSettings = field(default_factory=MultimodalSettings)
     provider: ProviderName = "auto"
     model: str = ""
     fallback: FallbackName = "none"
@@ -174,6 +222,7 @@ class MemorySearchSettings:
     sync: SyncSettings = field(default_factory=SyncSettings)
     query: QuerySettings = field(default_factory=QuerySettings)
     cache: CacheSettings = field(default_factory=CacheSettings)
+    files: FilesSettings = field(default_factory=FilesSettings)
     citations: Literal["auto", "on", "off"] = "auto"
     compat: Compat = "none"
     """`openclaw`: search exactly as OpenClaw's builtin manager (the profile in memoryd/compat.py)."""

@@ -302,7 +302,16 @@ class IndexEngine:
         return cite(await self.searcher.search(request), self.agent.settings.citations, session_key)
 
     def read_file(self, path: str, *, from_line: int | None = None, lines: int | None = None) -> FileSlice:
-        return read_memory_file(path, self.agent.workspace, self.agent.extra_paths, from_line=from_line, lines=lines)
+        rules = self.settings.files
+        return read_memory_file(
+            path,
+            self.agent.workspace,
+            self.agent.extra_paths,
+            from_line=from_line,
+            lines=lines,
+            max_bytes=rules.max_markdown_bytes,
+            allow_hard_links=rules.allow_hard_links,
+        )
 
     # ------------------------------------------------------------------ status
 

@@ -28,6 +28,7 @@ ORDER: dict[str, tuple[str, ...]] = {
     "requestedProvider": (),
     "sources": (),
     "extraPaths": (),
+    "multimodal": ("enabled", "modalities", "maxFileBytes", "indexed", "skipped"),
     "sourceCounts": (),
     "cache": (),
     "fts": (),
@@ -40,13 +41,15 @@ ORDER: dict[str, tuple[str, ...]] = {
     "providerUnavailableReason": (),
     "readonlyRecovery": (),
     "corruptDatabaseMovedTo": (),
+    "skippedFiles": (),
     "malformedTranscriptLines": (),
     "indexedAt": (),
     "pending": (),
     "lastSync": (),
     "meta": (),
 }
-"""Status fields in print order; a block listed with names is one several parts fill (`embedding`).
+"""Status fields in print order; a block listed with names is one several parts fill (`embedding`,
+`multimodal`).
 A field not listed here goes last, in the order the reports give it."""
 
 

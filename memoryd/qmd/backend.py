@@ -86,7 +86,14 @@ class QmdBackend:
         if settings.sessions.enabled:
             raw = settings.sessions.export_dir.strip()
             export_dir = (agent.workspace / Path(raw).expanduser()) if raw else self.qmd_dir / "sessions"
-            self.exporter = SessionExporter(agent.sessions_dir, export_dir, settings.sessions.retention_days)
+            rules = agent.settings.files
+            self.exporter = SessionExporter(
+                agent.sessions_dir,
+                export_dir,
+                settings.sessions.retention_days,
+                max_bytes=rules.max_transcript_bytes,
+                allow_hard_links=rules.allow_hard_links,
+            )
         self.collections = plan_collections(
             agent.id, agent.workspace, settings, extra_paths=agent.extra_paths, sessions_export_dir=export_dir
         )

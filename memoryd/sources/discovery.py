@@ -3,6 +3,8 @@
 Differences from OpenClaw, on purpose: the watcher's ignore list (`.git`, `node_modules`, …)
 applies while indexing too, and results are sorted so every run sees the same order.
 Symlinks are skipped (files, directories and extra roots alike), as upstream does.
+With multimodal memory on, images and audio files of the enabled kinds are listed too, from the
+extra paths only (never from `memory/`, as upstream), each with its kind.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from typing import Literal
 
 import structlog
 
+from memoryd.media import Modality, classify
 from memoryd.sources.transcripts import is_transcript_name
 
 log = structlog.get_logger(__name__)
@@ -28,11 +31,20 @@ ROOT_NOTES = ("MEMORY.md", "memory.md")
 
 @dataclass(frozen=True, slots=True)
 class SourceFile:
-    """A file to index: its source, the path stored in the index, and where it is on disk."""
+    """A file to index: its source, the path stored in the index, and where it is on disk.
+
+    `root` is the folder it was found under (the workspace, an extra folder, the sessions folder):
+    readers open it from there without following any symlink (`memoryd.sources.safefile`), so a
+    folder swapped for a symlink after discovery cannot lead outside. None: only the file itself
+    is opened without following a symlink.
+    """
 
     source: SourceKind
     path: str
     abs_path: Path
+    root: Path | None = None
+    modality: Modality | None = None
+    """The kind of an image or audio file (multimodal memory); None for markdown and transcripts."""
 
 
 def index_path(abs_path: Path, workspace: Path) -> str:
@@ -48,8 +60,9 @@ def _is_markdown(name: str) -> bool:
     return name.lower().endswith(".md")
 
 
-def _walk(root: Path, unlisted: list[Path] | None = None) -> Iterator[Path]:
-    """Regular `.md` files below `root`, skipping symlinks and ignored directories, sorted.
+def _walk(root: Path, unlisted: list[Path] | None = None, media: Sequence[Modality] = ()) -> Iterator[Path]:
+    """Regular `.md` files (and media files of the `media` kinds) below `root`, skipping symlinks and
+    ignored directories, sorted.
 
     A directory that exists but cannot be listed is added to `unlisted`: its files are not
     gone, and the caller must not treat them as deleted.
@@ -69,8 +82,10 @@ def _walk(root: Path, unlisted: list[Path] | None = None) -> Iterator[Path]:
                 continue
             if entry.is_dir(follow_symlinks=False):
                 if entry.name.lower() not in IGNORED_DIRS:
-                    yield from _walk(Path(entry.path), unlisted)
-            elif entry.is_file(follow_symlinks=False) and _is_markdown(entry.name):
+                    yield from _walk(Path(entry.path), unlisted, media)
+            elif entry.is_file(follow_symlinks=False) and (
+                _is_markdown(entry.name) or classify(entry.name, media) is not None
+            ):
                 yield Path(entry.path)
         except OSError:
             continue
@@ -94,18 +109,25 @@ def _regular_file(path: Path, unlisted: list[Path] | None = None) -> bool:
 
 
 def list_memory_files(
-    workspace: Path, extra_paths: Sequence[Path] = (), *, unlisted: list[Path] | None = None
+    workspace: Path,
+    extra_paths: Sequence[Path] = (),
+    *,
+    unlisted: list[Path] | None = None,
+    media: Sequence[Modality] = (),
 ) -> list[SourceFile]:
     """MEMORY.md, memory.md, memory/**/*.md, then the extra paths; de-duplicated by real path.
 
+    `media`: the kinds of image and audio files also taken from the extra paths (multimodal memory).
     Paths that exist but cannot be inspected or listed (permissions, I/O errors) are appended to
     `unlisted`, so that a sync keeps the rows of the files it could not see.
     """
-    found: list[Path] = [workspace / name for name in ROOT_NOTES if _regular_file(workspace / name, unlisted)]
+    found: list[tuple[Path, Path]] = [
+        (workspace / name, workspace) for name in ROOT_NOTES if _regular_file(workspace / name, unlisted)
+    ]
     memory_dir = workspace / "memory"
     mode = _mode(memory_dir, unlisted)
     if mode is not None and stat.S_ISDIR(mode):
-        found.extend(_walk(memory_dir, unlisted))
+        found.extend((p, workspace) for p in _walk(memory_dir, unlisted))
     for extra in extra_paths:
         mode = _mode(extra, unlisted)
         if mode is None:
@@ -114,12 +136,12 @@ def list_memory_files(
             log.info("extra path is a symlink; skipped", path=str(extra))
             continue
         if stat.S_ISDIR(mode):
-            found.extend(_walk(extra, unlisted))
-        elif stat.S_ISREG(mode) and _is_markdown(extra.name):
-            found.append(extra)
+            found.extend((p, extra) for p in _walk(extra, unlisted, media))
+        elif stat.S_ISREG(mode) and (_is_markdown(extra.name) or classify(extra.name, media) is not None):
+            found.append((extra, extra.parent))
     seen: set[str] = set()
     result: list[SourceFile] = []
-    for path in found:
+    for path, root in found:
         try:
             real = os.path.realpath(path)
         except OSError:
@@ -127,7 +149,8 @@ def list_memory_files(
         if real in seen:
             continue
         seen.add(real)
-        result.append(SourceFile("memory", index_path(path, workspace), path))
+        kind = None if _is_markdown(path.name) else classify(path.name, media)
+        result.append(SourceFile("memory", index_path(path, workspace), path, root, kind))
     return result
 
 
@@ -146,13 +169,25 @@ def list_session_files(sessions_dir: Path, *, unlisted: list[Path] | None = None
             unlisted.append(sessions_dir)
         return []
     return [
-        SourceFile("sessions", f"sessions/{e.name}", Path(e.path))
+        SourceFile("sessions", f"sessions/{e.name}", Path(e.path), sessions_dir)
         for e in entries
         if is_transcript_name(e.name) and e.is_file(follow_symlinks=False)
     ]
 
 
+MEMORY_PATH_NOTES = ("MEMORY.md", "memory.md", "DREAMS.md")
+
+
 def is_memory_path(rel: str) -> bool:
-    """OpenClaw's isMemoryPath: the root notes, DREAMS.md, or anything under memory/."""
-    normalised = rel.replace("\\", "/").lstrip("./")
-    return normalised in ("MEMORY.md", "memory.md", "DREAMS.md") or normalised.startswith("memory/")
+    """OpenClaw's isMemoryPath, by path components: a root note (MEMORY.md, memory.md, DREAMS.md) or
+    anything whose first folder is `memory`. `.` components are dropped; a `..` is never a memory path.
+
+    Upstream strips leading `.` and `/` characters and tests a prefix, so `.memory/x.md`,
+    `..memory/x.md` and `.MEMORY.md` passed as memory files; a component test does not let them.
+    """
+    parts = [part for part in rel.replace("\\", "/").split("/") if part not in ("", ".")]
+    if not parts or ".." in parts:
+        return False
+    if len(parts) == 1:
+        return parts[0] in MEMORY_PATH_NOTES
+    return parts[0] == "memory"
