@@ -162,6 +162,8 @@ async def serve(
                 path=path,
                 reload=reload,
                 max_line_bytes=cfg.daemon.max_line_bytes,
+                max_queued_bytes=cfg.daemon.max_queued_bytes,
+                max_connections=cfg.daemon.max_connections,
                 listener=listener,
             )
             task_status.started(path)
@@ -179,11 +181,21 @@ async def _run_services(
     path: Path,
     reload: Callable[[], Awaitable[None]],
     max_line_bytes: int,
+    max_queued_bytes: int,
+    max_connections: int,
     listener: socket.socket | None,
 ) -> None:
     """Start everything in order: socket first (a second daemon exits here), then agents, then the watcher."""
     path = await tg.start(
-        functools.partial(serve_unix, max_line_bytes=max_line_bytes, inherited=listener), service, path
+        functools.partial(
+            serve_unix,
+            max_line_bytes=max_line_bytes,
+            max_queued_bytes=max_queued_bytes,
+            max_connections=max_connections,
+            inherited=listener,
+        ),
+        service,
+        path,
     )
     await tg.start(_signals, tg.cancel_scope.cancel, reload)
     await tg.start(supervisor.run)

@@ -60,6 +60,10 @@ class DaemonSettings:
     log_format: Literal["console", "json"] = "console"
     log_file: str = ""
     max_line_bytes: int = 4 * 1024 * 1024
+    max_connections: int = 0
+    """Clients served at once; 0: the descriptor limit less a reserve (a quarter of it, at least 64)."""
+    max_queued_bytes: int = 32 * 1024 * 1024
+    """Replies one client has not read yet; past this it is dropped (memoryd.server.backpressure)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -29,7 +29,7 @@ from memoryd.index.discover import Unlisted, discover, refuse_to_lose_rows, targ
 from memoryd.index.embedding import embed_prepared
 from memoryd.index.roots import degraded_places, track, unlisted_paths
 from memoryd.index.state import IndexState, Progress, ProgressFn
-from memoryd.index.sync import Prepared, SyncCounts, prepare_many, write_prepared
+from memoryd.index.sync import TRANSIENT_REASONS, Prepared, SyncCounts, prepare_many, write_prepared
 from memoryd.sources.discovery import SourceFile
 from memoryd.store import schema
 from memoryd.store.index import IndexMeta, IndexStore
@@ -91,10 +91,15 @@ class Indexer:
         files, unlisted = await anyio.to_thread.run_sync(discover, self.agent, sources)
         await anyio.to_thread.run_sync(self._note_unreadable, unlisted)
         counts = await self._index(store, files, prune=sources, keep=unlisted, full=False, progress=progress)
+        counts.transient = counts.transient or self._listing_was_short_of_resources()
         self._state.skipped = dict(counts.skipped)  # a refused file is never UNCHANGED: every sync lists them all
         self._state.dirty = False
         self._state.dirty_sessions.clear()
         return False, counts
+
+    def _listing_was_short_of_resources(self) -> bool:
+        """A folder could not be listed for want of descriptors or memory, not of permission: retry soon."""
+        return any(place.reason in TRANSIENT_REASONS for place in self._state.degraded)
 
     def _note_unreadable(self, unlisted: Sequence[Unlisted]) -> None:
         """What could not be listed marks the agent degraded (status and every search say so)."""
@@ -184,6 +189,7 @@ class Indexer:
             files, unlisted = await anyio.to_thread.run_sync(discover, self.agent, sources)
             await anyio.to_thread.run_sync(self._note_unreadable, unlisted)
             counts = await self._index(tmp_store, files, prune=(), full=True, progress=progress)
+            counts.transient = counts.transient or self._listing_was_short_of_resources()
             live = self._database.store
             await anyio.to_thread.run_sync(refuse_to_lose_rows, live, counts.unreadable, unlisted)
             dims = await anyio.to_thread.run_sync(_vector_dims, tmp_store)

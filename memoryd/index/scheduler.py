@@ -29,6 +29,7 @@ from memoryd.errors import DaemonError, MemorydError
 from memoryd.index.engine import IndexEngine
 from memoryd.index.sessions import SessionDeltaTracker, TranscriptFeed
 from memoryd.index.state import SyncReport
+from memoryd.index.sync import TRANSIENT_ERRNOS
 from memoryd.sources.discovery import list_session_files
 
 log = structlog.get_logger(__name__)
@@ -36,6 +37,11 @@ log = structlog.get_logger(__name__)
 MAILBOX_SIZE = 1024
 EMBEDDING_RETRY_MAX_S = 900.0
 """The longest wait between two retries of files left without vectors (the delay doubles up to this)."""
+RESOURCE_RETRY_START_S = 1.0
+RESOURCE_RETRY_MAX_S = 60.0
+"""A sync that could not read a file (or open the database) for want of descriptors or memory is
+retried after 1 s, doubling up to this, until one completes without such a failure: a note written
+while the daemon was out of descriptors is indexed once they are free, with no further change."""
 
 
 @dataclass(slots=True)
@@ -81,6 +87,8 @@ class SyncScheduler:
         self._embedding_failed = anyio.Event()
         self._retry_delay_s = self.settings.sync.embedding_retry_ms / 1000
         self.next_retry_at: float | None = None
+        self._short_of_resources = anyio.Event()
+        self._resource_delay_s = RESOURCE_RETRY_START_S
 
     async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
         try:
@@ -91,6 +99,7 @@ class SyncScheduler:
                     tg.start_soon(self._interval_loop)
                 if self.settings.sync.embedding_retry_ms > 0:
                     tg.start_soon(self._embedding_retry_loop)
+                tg.start_soon(self._resource_retry_loop)
                 self.post(SyncJob("startup"))
                 task_status.started()
         finally:
@@ -268,6 +277,10 @@ class SyncScheduler:
         self._synced.set()
         self._synced = anyio.Event()
         await self._after_sync()
+        if _short_of_resources(report):
+            self._short_of_resources.set()
+        else:
+            self._resource_delay_s = RESOURCE_RETRY_START_S
         if self.engine.state.embedding_error:
             self._embedding_failed.set()
         elif not isinstance(report, BaseException):
@@ -329,10 +342,37 @@ class SyncScheduler:
                 self._retry_delay_s = min(self._retry_delay_s * 2, EMBEDDING_RETRY_MAX_S)
                 self.post(SyncJob("embedding-retry"))
 
+    async def _resource_retry_loop(self) -> None:
+        """Sync again after a sync that ran out of descriptors or memory (see RESOURCE_RETRY_MAX_S)."""
+        while True:
+            await self._short_of_resources.wait()
+            self._short_of_resources = anyio.Event()
+            log.warning(
+                "sync ran short of descriptors or memory; retrying", agent=self.agent.id, in_s=self._resource_delay_s
+            )
+            await anyio.sleep(self._resource_delay_s)
+            self._resource_delay_s = min(self._resource_delay_s * 2, RESOURCE_RETRY_MAX_S)
+            self.engine.mark_dirty()
+            self.post(SyncJob("resource-retry"))
+
     async def _interval_loop(self) -> None:
         while True:
             await anyio.sleep(self.settings.sync.interval_minutes * 60)
             self.post(SyncJob("interval"))
+
+
+def _short_of_resources(report: SyncReport | BaseException) -> bool:
+    """Whether a sync failed (or left a file unread) because the process lacked descriptors or memory."""
+    if isinstance(report, SyncReport):
+        return report.counts.transient
+    seen: BaseException | None = report
+    while seen is not None:
+        if isinstance(seen, OSError) and seen.errno in TRANSIENT_ERRNOS:
+            return True
+        if "too many open files" in str(seen).lower() or "unable to open database file" in str(seen).lower():
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
 
 
 def _index_path(transcript: Path) -> str:
