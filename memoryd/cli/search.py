@@ -28,7 +28,7 @@ def run(args: argparse.Namespace, cfg: Config, out: TextIO) -> int:
             arguments["minScore"] = args.min_score
         resp = tool(live, agent.id, "memory_search", arguments)
     else:
-        resp = _in_process(args, agent, query)
+        resp = _in_process(args, cfg, agent, query)
     out.write(dump(resp) + "\n" if args.json else format_search(resp))
     fresh = resp.get("freshness")
     degraded = fresh.get("degraded") if isinstance(fresh, dict) else None
@@ -39,10 +39,16 @@ def run(args: argparse.Namespace, cfg: Config, out: TextIO) -> int:
     return EXIT_OK
 
 
-def _in_process(args: argparse.Namespace, agent: AgentConfig, query: str) -> dict[str, Any]:
+def _in_process(args: argparse.Namespace, cfg: Config, agent: AgentConfig, query: str) -> dict[str, Any]:
+    from memoryd.cli.backend import with_qmd
     from memoryd.cli.local import run_engine
     from memoryd.index.engine import IndexEngine
+    from memoryd.qmd.fallback import FallbackSearcher
+    from memoryd.search.citations import cite
+    from memoryd.search.request import SearchRequest
     from memoryd.store.lock import WriterLockBusyError
+
+    request = SearchRequest(query, max_results=args.max_results, min_score=args.min_score, corpus=args.corpus)
 
     async def body(engine: IndexEngine) -> dict[str, Any]:
         if not args.no_sync:
@@ -52,14 +58,24 @@ def _in_process(args: argparse.Namespace, agent: AgentConfig, query: str) -> dic
                 pass  # somebody else is writing: search the index as it is
             else:
                 await engine.sync("search")
-        result = await engine.search(query, max_results=args.max_results, min_score=args.min_score, corpus=args.corpus)
-        return result.to_dict()
+
+        async def answer(qmd: FallbackSearcher | None) -> dict[str, Any]:
+            if qmd is None:
+                resp = await engine.searcher.search(request)
+            else:
+                if not args.no_sync:
+                    await qmd.sync("cli")  # `qmd update`; a failure hands the search to the builtin index
+                resp = await qmd.search(request)
+            return cite(resp, agent.settings.citations, None).to_dict()
+
+        return await with_qmd(agent, engine, cfg.state_dir, answer, as_is=args.no_sync)
 
     return run_engine(args, agent, body, writer=False, embed=True)
 
 
 def format_search(resp: dict[str, Any]) -> str:
-    """`<score> <path>:<start>-<end>` then the snippet, per result; `No matches.` when there are none."""
+    """`<score> <path>:<start>-<end>` (`<score> <path>` for an image or audio file, which has no lines) then
+    the snippet, per result; `No matches.` when there are none."""
     results = resp.get("results")
     if not isinstance(results, list) or not results:
         return "No matches.\n"
@@ -69,5 +85,6 @@ def format_search(resp: dict[str, Any]) -> str:
         if r.get("citation"):  # the header line cites already, as OpenClaw's CLI prints it
             snippet = snippet.removesuffix(f"\n\nSource: {r['citation']}")
         snippet = snippet.rstrip()
-        parts.append(f"{float(r['score']):.3f} {r['path']}:{r['startLine']}-{r['endLine']}\n{snippet}\n\n")
+        where = r["path"] if r.get("kind") else f"{r['path']}:{r['startLine']}-{r['endLine']}"  # media: no lines
+        parts.append(f"{float(r['score']):.3f} {where}\n{snippet}\n\n")
     return "".join(parts)

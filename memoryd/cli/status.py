@@ -20,7 +20,7 @@ def run(args: argparse.Namespace, cfg: Config, out: TextIO) -> int:
     if live is not None:
         statuses = [tool(live, a.id, "status", {"deep": args.deep}) for a in agents]
     else:
-        statuses = _in_process(args, agents)
+        statuses = _in_process(args, cfg, agents)
     if args.json:
         out.write(dump(statuses[0] if len(statuses) == 1 else statuses) + "\n")
     else:
@@ -28,17 +28,27 @@ def run(args: argparse.Namespace, cfg: Config, out: TextIO) -> int:
     return EXIT_OK
 
 
-def _in_process(args: argparse.Namespace, agents: list[AgentConfig]) -> list[dict[str, Any]]:
+def _in_process(args: argparse.Namespace, cfg: Config, agents: list[AgentConfig]) -> list[dict[str, Any]]:
+    from memoryd.cli.backend import with_qmd
     from memoryd.cli.local import run_engine
     from memoryd.index.engine import IndexEngine
+    from memoryd.qmd.fallback import FallbackSearcher
 
     statuses = []
     for agent in agents:
 
-        async def body(engine: IndexEngine) -> dict[str, Any]:
-            st = engine.status()
-            st["daemon"] = None
-            return st
+        async def body(engine: IndexEngine, agent: AgentConfig = agent) -> dict[str, Any]:
+            async def report(qmd: FallbackSearcher | None) -> dict[str, Any]:
+                if qmd is None:
+                    st = engine.status()
+                else:
+                    st = await qmd.status()
+                    if args.deep:
+                        st["qmdDoctor"] = await qmd.doctor()
+                st["daemon"] = None
+                return st
+
+            return await with_qmd(agent, engine, cfg.state_dir, report)
 
         statuses.append(run_engine(args, agent, body, writer=False))
     return statuses
