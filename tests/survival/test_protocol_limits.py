@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import socket
+import time
 from pathlib import Path
 from typing import Any
 
@@ -239,6 +240,20 @@ def read_refusal(sock: socket.socket, timeout: float = 20.0) -> dict[str, Any] |
     return json.loads(data) if data.strip() else None
 
 
+def wait_until_served(path: Path, deadline_s: float = 30.0) -> None:
+    """Until a new connection is served again: the daemon sees closed connections a moment after the client."""
+    deadline = time.monotonic() + deadline_s
+    while True:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+            sock.connect(str(path))
+            sock.sendall(b'{"jsonrpc":"2.0","id":1,"method":"ping"}\n')
+            reply = read_refusal(sock, timeout=5.0)
+        if reply is not None and "result" in reply:
+            return
+        assert time.monotonic() < deadline, f"still refused: {reply}"
+        time.sleep(0.05)  # a bounded retry of a connection, not synchronisation
+
+
 def test_connections_past_the_descriptor_budget_are_refused_clearly_and_a_note_written_meanwhile_is_indexed(
     make_daemon: DaemonFactory, ws: Path, figures: list[str]
 ) -> None:
@@ -263,6 +278,7 @@ def test_connections_past_the_descriptor_budget_are_refused_clearly_and_a_note_w
         for sock in held:
             sock.close()
     figures.append(f"nofile {limit}: {cap} connections served, 40 refused with -32011, the note indexed meanwhile")
+    wait_until_served(daemon.socket)
     assert query(daemon, "osprey", wait_ms=5000) == ["memory/meanwhile.md"]
     assert "Too many open files" not in daemon.log_text()
 
@@ -289,4 +305,5 @@ def test_after_running_out_of_descriptors_a_note_written_meanwhile_is_indexed(
     finally:
         for sock in held:
             sock.close()
+    wait_until_served(daemon.socket)
     assert query(daemon, "osprey", wait_ms=5000) == ["memory/meanwhile.md"]
