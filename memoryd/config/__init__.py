@@ -44,6 +44,7 @@ from memoryd.config.settings import (
     StoreSettings,
     SyncSettings,
     TemporalDecaySettings,
+    TranscriptSettings,
     VectorSettings,
 )
 from memoryd.config.typed import merge, to_dict
@@ -78,6 +79,7 @@ __all__ = [
     "StoreSettings",
     "SyncSettings",
     "TemporalDecaySettings",
+    "TranscriptSettings",
     "VectorSettings",
     "build",
     "load",

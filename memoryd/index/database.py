@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 import structlog
@@ -17,14 +18,25 @@ from memoryd.config import AgentConfig
 from memoryd.errors import CorruptDatabaseError, StoreError
 from memoryd.faults import crash_point
 from memoryd.isotime import iso
+from memoryd.sources.transcripts import FORMATS, UNKNOWN
 from memoryd.store import schema
 from memoryd.store.db import VecState, connect, move_aside, translated
-from memoryd.store.index import IndexStore
+from memoryd.store.index import FormatCount, IndexStore
 from memoryd.store.lock import WriterLock
 from memoryd.store.readers import ReaderPool
 from memoryd.store.reindex import Rebuild, cleanup_leftovers
 
 log = structlog.get_logger(__name__)
+
+
+def transcript_report(rows: Sequence[FormatCount]) -> dict[str, object]:
+    """Status's transcript counts: files and chunks per format read, and how many no adapter understood."""
+    return {
+        "transcriptFormats": [
+            {"format": r.format, "files": r.files, "chunks": r.chunks} for r in rows if r.format in FORMATS
+        ],
+        "unrecognisedTranscripts": sum(r.files for r in rows if r.format == UNKNOWN),
+    }
 
 
 class AgentDatabase:
@@ -148,6 +160,7 @@ class AgentDatabase:
                 },
                 "embedding": {"filesWithoutVectors": files_without_vectors(store)},
                 "malformedTranscriptLines": store.bad_lines(),
+                **transcript_report(store.transcript_formats()),
                 "meta": None
                 if meta is None
                 else {

@@ -31,6 +31,7 @@ from memoryd.index.roots import degraded_places, track, unlisted_paths
 from memoryd.index.state import IndexState, Progress, ProgressFn
 from memoryd.index.sync import Prepared, SyncCounts, prepare_many, write_prepared
 from memoryd.sources.discovery import SourceFile
+from memoryd.sources.transcripts import UNKNOWN
 from memoryd.store import schema
 from memoryd.store.index import IndexMeta, IndexStore
 from memoryd.store.reindex import Rebuild
@@ -57,6 +58,7 @@ class Indexer:
         self._active = provider
         self._state = state
         self.batch = batch
+        self._warned: set[str] = set()  # unrecognised transcripts already logged (a rebuild knows no old format)
 
     def full_reindex_reasons(self, meta: IndexMeta | None) -> list[str]:
         """Why the index must be rebuilt from scratch (spec §3.9); empty when a delta sync will do."""
@@ -122,8 +124,17 @@ class Indexer:
                 f.path: states[f"{f.source}\x00{f.path}"] for f in batch if f"{f.source}\x00{f.path}" in states
             }
             prepared = await anyio.to_thread.run_sync(
-                functools.partial(prepare_many, batch, batch_states, chunking, full=full, max_input_bytes=limit)
+                functools.partial(
+                    prepare_many,
+                    batch,
+                    batch_states,
+                    chunking,
+                    full=full,
+                    max_input_bytes=limit,
+                    subagents=self.settings.transcripts.subagents,
+                )
             )
+            self._warn_unrecognised(prepared)
             try:
                 vectors = await self._embed(store, prepared)
             except EmbeddingError as exc:
@@ -158,6 +169,19 @@ class Indexer:
 
                     total.deleted += await anyio.to_thread.run_sync(delete)
         return total
+
+    def _warn_unrecognised(self, prepared: Sequence[Prepared]) -> None:
+        """Log, once per file, a transcript no adapter understands (it is indexed as empty: say why)."""
+        for item in prepared:
+            if item.format != UNKNOWN or item.previous_format == UNKNOWN or item.file.path in self._warned:
+                continue
+            self._warned.add(item.file.path)
+            log.warning(
+                "transcript in no format memoryd reads (OpenClaw, Claude Code, Codex): indexed as empty",
+                agent=self.agent.id,
+                path=item.file.path,
+                malformed_lines=item.bad_lines,
+            )
 
     async def _embed(self, store: IndexStore, prepared: Sequence[Prepared]) -> list[Vectors | None] | None:
         """Vectors for each prepared file's chunks (None without a provider)."""

@@ -7,7 +7,9 @@ Rules that differ from OpenClaw on purpose:
 * a file whose size and mtime (ns) are unchanged is not read again (a no-change resync of
   10k files takes a stat per file, not a read and a hash);
 * an unreadable file keeps its old rows and is never pruned as deleted (basic-memory #1007);
-* malformed transcript lines are counted per file (`files.bad_lines`) and shown by status.
+* malformed transcript lines are counted per file (`files.bad_lines`) and shown by status;
+* each transcript's format is stored (`files.format`): a transcript indexed before formats were
+  told apart is read again even when its size and mtime are unchanged.
 """
 
 from __future__ import annotations
@@ -53,6 +55,8 @@ class Prepared:
     bad_lines: int = 0
     chunks: list[Chunk] = field(default_factory=list)
     error: str = ""
+    format: str | None = None  # a transcript's format as read now (None: not a transcript, or not read)
+    previous_format: str | None = None  # as the index knew it
 
 
 def read_source(path: os.PathLike[str] | str) -> bytes:
@@ -68,12 +72,14 @@ def prepare(
     *,
     full: bool,
     max_input_bytes: int | None = None,
+    subagents: bool = False,
 ) -> Prepared:
     """Stat, read, hash and chunk one file, deciding whether its rows must change.
 
     `max_input_bytes`: the embedding provider's input limit (spec §3.4); a chunk over it is split into
     pieces within it (same lines), so a raised `chunking.tokens` never sends the provider an input it
     rejects. None (keyword-only) keeps chunks whole, as OpenClaw does without a provider.
+    `subagents`: transcripts keep sub-agent turns (`transcripts.subagents`).
     """
     try:
         st = os.stat(file.abs_path)
@@ -82,8 +88,11 @@ def prepare(
     except OSError as exc:
         return Prepared(file, Outcome.UNREADABLE, error=exc.strerror or str(exc))
     unchanged_stat = state is not None and state.size == st.st_size and state.mtime_ns == st.st_mtime_ns
-    if not full and state is not None and unchanged_stat and not state.hash.startswith(NO_VECTORS):
-        return Prepared(file, Outcome.UNCHANGED, hash=state.hash, mtime_ns=st.st_mtime_ns, size=st.st_size)
+    format_known = file.source != "sessions" or (state is not None and state.format is not None)
+    if not full and state is not None and unchanged_stat and format_known and not state.hash.startswith(NO_VECTORS):
+        return Prepared(
+            file, Outcome.UNCHANGED, hash=state.hash, mtime_ns=st.st_mtime_ns, size=st.st_size, format=state.format
+        )
     try:
         data = read_source(file.abs_path)
     except FileNotFoundError:
@@ -91,11 +100,22 @@ def prepare(
     except OSError as exc:
         log.warning("cannot read file; keeping its indexed rows", path=file.path, error=exc.strerror)
         return Prepared(file, Outcome.UNREADABLE, error=exc.strerror or str(exc))
-    transcript = parse_transcript(data) if file.source == "sessions" else None
+    transcript = parse_transcript(data, subagents=subagents) if file.source == "sessions" else None
     digest = transcript.hash if transcript is not None else hashlib.sha256(data).hexdigest()
     bad = transcript.malformed_lines if transcript is not None else 0
+    fmt = transcript.format if transcript is not None else None
+    before = state.format if state is not None else None
     if not full and state is not None and state.hash == digest:
-        return Prepared(file, Outcome.TOUCHED, hash=digest, mtime_ns=st.st_mtime_ns, size=st.st_size, bad_lines=bad)
+        return Prepared(
+            file,
+            Outcome.TOUCHED,
+            hash=digest,
+            mtime_ns=st.st_mtime_ns,
+            size=st.st_size,
+            bad_lines=bad,
+            format=fmt,
+            previous_format=before,
+        )
     if transcript is not None:
         chunks = chunk_transcript(transcript, chunking.tokens, chunking.overlap)
     else:
@@ -103,7 +123,15 @@ def prepare(
     if max_input_bytes is not None:
         chunks = split_for_input_limit(chunks, max_input_bytes)
     return Prepared(
-        file, Outcome.CHANGED, hash=digest, mtime_ns=st.st_mtime_ns, size=len(data), bad_lines=bad, chunks=chunks
+        file,
+        Outcome.CHANGED,
+        hash=digest,
+        mtime_ns=st.st_mtime_ns,
+        size=len(data),
+        bad_lines=bad,
+        chunks=chunks,
+        format=fmt,
+        previous_format=before,
     )
 
 
@@ -114,8 +142,12 @@ def prepare_many(
     *,
     full: bool,
     max_input_bytes: int | None = None,
+    subagents: bool = False,
 ) -> list[Prepared]:
-    return [prepare(f, states.get(f.path), chunking, full=full, max_input_bytes=max_input_bytes) for f in files]
+    return [
+        prepare(f, states.get(f.path), chunking, full=full, max_input_bytes=max_input_bytes, subagents=subagents)
+        for f in files
+    ]
 
 
 @dataclass(slots=True)
@@ -156,7 +188,7 @@ def write_prepared(
             if item.outcome is Outcome.UNCHANGED:
                 counts.unchanged += 1
             elif item.outcome is Outcome.TOUCHED:
-                store.touch_file(f.source, f.path, item.mtime_ns, item.size)
+                store.touch_file(f.source, f.path, item.mtime_ns, item.size, item.format)
                 counts.unchanged += 1
             elif item.outcome is Outcome.CHANGED:
                 counts.chunks += store.replace_file(
@@ -169,6 +201,7 @@ def write_prepared(
                     chunks=item.chunks,
                     model=model,
                     vectors=vectors[i] if vectors is not None else None,
+                    format=item.format,
                 )
                 counts.indexed += 1
             elif item.outcome is Outcome.UNREADABLE:

@@ -86,7 +86,13 @@ class QmdBackend:
         if settings.sessions.enabled:
             raw = settings.sessions.export_dir.strip()
             export_dir = (agent.workspace / Path(raw).expanduser()) if raw else self.qmd_dir / "sessions"
-            self.exporter = SessionExporter(agent.sessions_dir, export_dir, settings.sessions.retention_days)
+            self.exporter = SessionExporter(
+                agent.sessions_dir,
+                export_dir,
+                settings.sessions.retention_days,
+                roots=agent.session_roots,
+                subagents=agent.settings.transcripts.subagents,
+            )
         self.collections = plan_collections(
             agent.id, agent.workspace, settings, extra_paths=agent.extra_paths, sessions_export_dir=export_dir
         )
