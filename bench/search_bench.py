@@ -28,8 +28,8 @@ from memoryd import config as config_mod
 from memoryd.embeddings.local import LoadState, LocalEmbeddingProvider
 from memoryd.index.engine import IndexEngine
 from memoryd.search import vector as vector_mod
-from memoryd.search.keyword import search_relaxed, total_chunks
 from memoryd.search.pipeline import VECTOR_CANDIDATES, openclaw_keyword_only
+from memoryd.search.relaxed import search_relaxed, total_chunks
 from memoryd.sources.chunking import Chunk
 from memoryd.store import schema
 from memoryd.store.db import connect

@@ -8,6 +8,7 @@ JSON-RPC errors. Anything else reaching an edge is a bug and is logged as one.
     ├── ConfigError              invalid settings; names the key and the bad value
     ├── SourceError              a memory file or transcript could not be read
     ├── AccessDeniedError        a path outside the agent's memory roots, a symlink, not markdown
+    │   └── RefusedFileError (memoryd.sources.safefile)  not a regular file, too large, a hard link
     ├── NotFoundError            an unknown agent, a missing file
     ├── StoreError               SQLite failed
     │   ├── CorruptDatabaseError   the database file is damaged (it is moved aside and rebuilt)

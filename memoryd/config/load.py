@@ -21,12 +21,11 @@ from typing import Any, Literal, TypeVar
 
 from memoryd import paths
 from memoryd.config.normalise import normalise
-from memoryd.config.sessions import parse_presets, session_roots
+from memoryd.config.sessions import SESSIONS_PREFIX, SessionRoot, parse_presets, session_roots
 from memoryd.config.settings import MemorySearchSettings
 from memoryd.config.typed import merge
 from memoryd.errors import ConfigError, NotFoundError
 from memoryd.qmd.settings import normalise_qmd
-from memoryd.sources.session_roots import SESSIONS_PREFIX, SessionRoot
 
 T = TypeVar("T")
 
@@ -81,12 +80,10 @@ class Config:
     source_file: Path | None
 
     def agent(self, agent_id: str | None) -> AgentConfig:
-        """The named agent; with no name, the only agent (or `main`)."""
+        """The named agent; with no name, the only agent (never a guess among several)."""
         if agent_id is None:
             if len(self.agents) == 1:
                 return next(iter(self.agents.values()))
-            if DEFAULT_AGENT in self.agents:
-                return self.agents[DEFAULT_AGENT]
             raise NotFoundError(f"several agents are configured; name one of: {', '.join(sorted(self.agents))}")
         try:
             return self.agents[agent_id]

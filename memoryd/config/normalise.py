@@ -9,6 +9,7 @@ from memoryd.compat import apply_compat
 from memoryd.config.settings import (
     CacheSettings,
     ChunkingSettings,
+    FilesSettings,
     MemorySearchSettings,
     MmrSettings,
     TemporalDecaySettings,
@@ -70,6 +71,11 @@ def normalise(s: MemorySearchSettings) -> MemorySearchSettings:
     remote = dataclasses.replace(s.remote, batch=dataclasses.replace(batch, concurrency=max(1, batch.concurrency)))
     cache = CacheSettings(enabled=s.cache.enabled, max_entries=max(0, s.cache.max_entries))
     sources = s.sources or ("memory",)
+    files = FilesSettings(
+        max_markdown_bytes=max(1, s.files.max_markdown_bytes),
+        max_transcript_bytes=max(1, s.files.max_transcript_bytes),
+        allow_hard_links=s.files.allow_hard_links,
+    )
     return dataclasses.replace(
-        s, chunking=chunking, query=query, sync=sync, remote=remote, cache=cache, sources=sources
+        s, chunking=chunking, query=query, sync=sync, remote=remote, cache=cache, sources=sources, files=files
     )

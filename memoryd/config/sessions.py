@@ -9,7 +9,8 @@ first, then its default under the home folder), and named in results by its own 
   (`~/.clawdbot` when only that exists); paths `openclaw/<id>.jsonl`
 
 `openclaw` reads the OpenClaw agent of the same id; `openclaw:<id>` names another one. Locations are
-resolved when the configuration is loaded (a SIGHUP reload looks again).
+resolved when the configuration is loaded (a SIGHUP reload looks again). `SessionRoot` lives here,
+not in `memoryd.sources`, so that loading the configuration (the CLI's light path) imports no source code.
 """
 
 from __future__ import annotations
@@ -17,12 +18,33 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from memoryd.errors import ConfigError
-from memoryd.sources.session_roots import SESSIONS_PREFIX, SessionRoot
 
 PRESETS = ("claude-code", "codex", "openclaw")
+SESSIONS_PREFIX = "sessions"
+"""The prefix of the agent's own `sessions_dir` (what every transcript path was before presets)."""
+
+
+@dataclass(frozen=True, slots=True)
+class SessionRoot:
+    """A folder of transcripts and the prefix its files carry in the index: `<prefix>/<path below it>`."""
+
+    prefix: str
+    path: Path
+    preset: str = ""  # "" for sessions_dir, else the preset that named it (claude-code, codex, openclaw)
+
+    def index_path(self, file: Path | str) -> str:
+        """`<prefix>/<file below the root>`, forward slashes."""
+        rel = os.path.relpath(os.path.normpath(file), os.path.normpath(self.path))
+        return f"{self.prefix}/{Path(rel).as_posix()}"
+
+    def to_dict(self) -> dict[str, str]:
+        return {"prefix": self.prefix, "path": str(self.path), "preset": self.preset or "sessions_dir"}
+
+
 _OPENCLAW_AGENT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 
 

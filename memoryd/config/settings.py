@@ -165,6 +165,29 @@ class CacheSettings:
     max_entries: int = 0  # 0 = no cap (OpenClaw's code default)
 
 
+DEFAULT_MAX_MARKDOWN_BYTES = 10 * 1024 * 1024
+"""`files.max_markdown_bytes`' default: a larger note is neither indexed nor served by memory_get."""
+
+DEFAULT_MAX_TRANSCRIPT_BYTES = 256 * 1024 * 1024
+"""`files.max_transcript_bytes`' default: long agent sessions with tool output reach tens of MB; a
+transcript past this is skipped (status says so) rather than read into memory whole."""
+
+
+@dataclass(frozen=True, slots=True)
+class FilesSettings:
+    """What memoryd reads of one source file (memoryd.sources.safefile applies it on the open descriptor).
+
+    A file over its cap, a non-regular file or (by default) a hard link is skipped by indexing, refused
+    by memory_get, and listed with the reason in status (`skippedFiles`).
+    """
+
+    max_markdown_bytes: int = DEFAULT_MAX_MARKDOWN_BYTES
+    max_transcript_bytes: int = DEFAULT_MAX_TRANSCRIPT_BYTES
+    allow_hard_links: bool = False
+    """A hard link in memory/ may name a file anywhere on the file system (~/.ssh/id_ed25519, say) and
+    nothing about the path shows it: such files are refused unless this is true."""
+
+
 @dataclass(frozen=True, slots=True)
 class MemorySearchSettings:
     """OpenClaw's `memorySearch` tree in snake_case, with its defaults (spec §1, §4.4)."""
@@ -184,6 +207,7 @@ class MemorySearchSettings:
     transcripts: TranscriptSettings = field(default_factory=TranscriptSettings)
     query: QuerySettings = field(default_factory=QuerySettings)
     cache: CacheSettings = field(default_factory=CacheSettings)
+    files: FilesSettings = field(default_factory=FilesSettings)
     citations: Literal["auto", "on", "off"] = "auto"
     compat: Compat = "none"
     """`openclaw`: search exactly as OpenClaw's builtin manager (the profile in memoryd/compat.py)."""

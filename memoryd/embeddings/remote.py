@@ -1,22 +1,17 @@
-"""What every HTTP embedding provider shares: settings, API keys, one JSON POST, and error translation.
+"""What every HTTP embedding provider shares: settings, API keys, one JSON POST, and checked answers.
 
-httpx errors and HTTP error responses are turned into memoryd's error tree here, where they enter,
-so the retry loop can decide on types alone: auth and exhausted quota are final, rate limits carry
-the wait the server asked for, 5xx and timeouts are worth another try, and a response we cannot use
-(bad JSON, wrong number of vectors, changed dimensions) names what was wrong with it.
+httpx errors are turned into memoryd's error tree here, where they enter, and HTTP error responses
+by `http_errors.error_for_response`, so the retry loop can decide on types alone; a response we
+cannot use (bad JSON, wrong number of vectors, changed dimensions) names what was wrong with it.
+How long an input each model takes is `limits`.
 """
 
 from __future__ import annotations
 
-import email.utils
-import math
 import os
-import re
 from abc import ABC, abstractmethod
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
-from types import MappingProxyType
 from typing import ClassVar, Literal
 from urllib.parse import urlsplit
 
@@ -27,41 +22,15 @@ import orjson
 
 from memoryd.credentials import api_key
 from memoryd.embeddings.base import Fingerprint, Vectors, normalize_rows
-from memoryd.errors import (
-    ConfigError,
-    EmbeddingAuthError,
-    EmbeddingError,
-    EmbeddingQuotaError,
-    EmbeddingRateLimitError,
-)
+from memoryd.embeddings.http_errors import error_for_response
+from memoryd.embeddings.limits import model_max_input_tokens
+from memoryd.errors import ConfigError, EmbeddingAuthError, EmbeddingError
 
 Kind = Literal["query", "document"]
 """Why a text is embedded: providers with asymmetric models embed queries and documents differently."""
 
-DEFAULT_MAX_INPUT_TOKENS = 8192
 DOCUMENT_REQUESTS_IN_FLIGHT = 2
 """Document requests one provider has open at once, whichever agents' syncs send them."""
-_MAX_INPUT_TOKENS: Mapping[str, int] = MappingProxyType(
-    {
-        "openai:text-embedding-3-small": 8192,
-        "openai:text-embedding-3-large": 8192,
-        "openai:text-embedding-ada-002": 8191,
-        "gemini:text-embedding-004": 2048,
-        "gemini:gemini-embedding-001": 2048,
-        "gemini:gemini-embedding-2-preview": 8192,
-        "voyage:voyage-3": 32000,
-        "voyage:voyage-3-lite": 16000,
-        "voyage:voyage-code-3": 32000,
-    }
-)
-_UNKNOWN_MODEL_MAX_INPUT_TOKENS: Mapping[str, int] = MappingProxyType({"gemini": 2048, "local": 2048})
-
-_DETAIL_MAX_CHARS = 300
-_QUOTA_EXHAUSTED_MARKERS = ("insufficient_quota", "billing_hard_limit_reached", "billing_not_active")
-_OVERLOAD_STATUSES = frozenset({503, 529})
-_TRY_AGAIN_RE = re.compile(r"try again in ((?:\d+(?:\.\d+)?(?:ms|h|m|s))+)", re.IGNORECASE)
-_DURATION_PART_RE = re.compile(r"(\d+(?:\.\d+)?)(ms|h|m|s)")
-_DURATION_UNITS: Mapping[str, float] = MappingProxyType({"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0})
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,108 +43,6 @@ class RemoteSettings:
     timeout_s: float = 60.0
     model: str = ""
     output_dimensionality: int = 0
-
-
-def model_max_input_tokens(provider_id: str, model: str) -> int:
-    """The largest input a model accepts, in tokens (spec §1 table)."""
-    known = _MAX_INPUT_TOKENS.get(f"{provider_id}:{model}".lower())
-    if known is not None:
-        return known
-    return _UNKNOWN_MODEL_MAX_INPUT_TOKENS.get(provider_id.lower(), DEFAULT_MAX_INPUT_TOKENS)
-
-
-EMBEDDING_MAX_INPUT_BYTES = 8000
-"""OpenClaw's hard cap on one embedding input, in UTF-8 bytes (a safe upper bound of its tokens)."""
-
-
-def input_limit_bytes(provider_id: str, model: str) -> int:
-    """The largest chunk, in UTF-8 bytes, sent to this model in one input (spec §3.4):
-    `min(model's max input tokens, 8000)`, counting a byte as a token (never fewer tokens than bytes).
-    The local model reads the first 256 tokens of each input and never rejects a longer one, so it
-    gets OpenClaw's figure for local models (2048) rather than its own window."""
-    return min(model_max_input_tokens(provider_id, model), EMBEDDING_MAX_INPUT_BYTES)
-
-
-def parse_duration(value: str) -> float | None:
-    """Seconds in a duration such as Google's "27s"/"0.5s" or OpenAI's "6m0s"/"20ms"; None if unreadable."""
-    text = value.strip().lower()
-    if not text or _DURATION_PART_RE.sub("", text):
-        return None
-    return sum(float(n) * _DURATION_UNITS[unit] for n, unit in _DURATION_PART_RE.findall(text))
-
-
-def parse_retry_after(value: str, *, now: datetime | None = None) -> float | None:
-    """Seconds to wait from a Retry-After value: delta-seconds or an HTTP date; None if unreadable."""
-    text = value.strip()
-    try:
-        seconds = float(text)
-    except ValueError:
-        try:
-            when = email.utils.parsedate_to_datetime(text)
-        except (TypeError, ValueError):
-            return None
-        if when.tzinfo is None:
-            when = when.replace(tzinfo=UTC)
-        seconds = (when - (now or datetime.now(UTC))).total_seconds()
-    if not math.isfinite(seconds):
-        return None
-    return max(0.0, seconds)
-
-
-def retry_hint(headers: Mapping[str, str], body: object, *, now: datetime | None = None) -> float | None:
-    """The wait a rate-limited response asks for, from headers or the provider's own hints."""
-    lowered = {k.lower(): v for k, v in headers.items()}
-    if "retry-after-ms" in lowered:
-        millis = parse_retry_after(lowered["retry-after-ms"])
-        if millis is not None:
-            return millis / 1000.0
-    if "retry-after" in lowered:
-        seconds = parse_retry_after(lowered["retry-after"], now=now)
-        if seconds is not None:
-            return seconds
-    for detail in _error_details(body):
-        if str(detail.get("@type", "")).endswith("google.rpc.RetryInfo"):
-            delay = parse_duration(str(detail.get("retryDelay", "")))
-            if delay is not None:
-                return delay
-    match = _TRY_AGAIN_RE.search(_error_message(body))
-    if match:
-        return parse_duration(match.group(1))
-    resets = [
-        parse_duration(lowered.get(f"x-ratelimit-reset-{what}", ""))
-        for what in ("requests", "tokens")
-        if lowered.get(f"x-ratelimit-remaining-{what}", "").strip() == "0"
-    ]
-    known = [r for r in resets if r is not None]
-    return max(known) if known else None
-
-
-def error_for_response(
-    provider_id: str,
-    status: int,
-    headers: Mapping[str, str],
-    content: bytes,
-    *,
-    secret: str = "",
-    now: datetime | None = None,
-) -> EmbeddingError:
-    """Translate an HTTP error response into the error tree (see the module docstring)."""
-    body = _json_or_none(content)
-    detail = _error_message(body) or content.decode("utf-8", "replace").strip()
-    if secret:
-        detail = detail.replace(secret, "***")
-    detail = detail[:_DETAIL_MAX_CHARS] or "no details"
-    message = f"{provider_id} embeddings failed: HTTP {status}: {detail}"
-    codes = " ".join(_error_codes(body)).lower()
-    if status in (401, 403) or "api_key_invalid" in codes:
-        return EmbeddingAuthError(message)
-    if status == 402 or any(m in codes or m in detail.lower() for m in _QUOTA_EXHAUSTED_MARKERS):
-        return EmbeddingQuotaError(message)
-    if status == 429 and _only_daily_quota_violated(body):
-        return EmbeddingQuotaError(f"{message} (daily quota used up)")
-    if status == 429 or status in _OVERLOAD_STATUSES or (status >= 500 and "overloaded" in message.lower()):
-        return EmbeddingRateLimitError(message, retry_after=retry_hint(headers, body, now=now))
-    return EmbeddingError(message)
 
 
 def resolve_api_key(provider_id: str, settings: RemoteSettings, env: Mapping[str, str], names: Sequence[str]) -> str:
@@ -271,7 +138,7 @@ class RemoteEmbeddingProvider(ABC):
         if self._owns_client:
             await self._client.aclose()
 
-    # -- for the async batch APIs (batch.py) ----------------------------------------------------
+    # -- for the async batch APIs (batch/) --------------------------------------------------------
 
     @property
     def output_dimensionality(self) -> int:
@@ -397,53 +264,3 @@ class RemoteEmbeddingProvider(ABC):
             raise self._fail(f"vectors have {dims} dimensions, expected the configured {wanted}")
         self._dims = dims  # only the shape of an empty answer depends on it
         return normalize_rows(matrix)
-
-
-def _json_or_none(content: bytes) -> object:
-    try:
-        return orjson.loads(content)
-    except orjson.JSONDecodeError:
-        return None
-
-
-def _error_object(body: object) -> Mapping[str, object]:
-    """The provider's error object: OpenAI/Gemini nest it under "error"; Voyage/Mistral do not."""
-    if not isinstance(body, Mapping):
-        return {}
-    inner = body.get("error")
-    return inner if isinstance(inner, Mapping) else body
-
-
-def _error_message(body: object) -> str:
-    if isinstance(body, Mapping) and isinstance(body.get("error"), str):
-        return str(body["error"])  # Ollama: {"error": "..."}
-    err = _error_object(body)
-    for key in ("message", "detail"):
-        value = err.get(key)
-        if isinstance(value, str) and value:
-            return value
-        if isinstance(value, list) and value:
-            return orjson.dumps(value).decode()
-    return ""
-
-
-def _error_codes(body: object) -> list[str]:
-    err = _error_object(body)
-    codes = [str(err[k]) for k in ("code", "type", "status") if err.get(k) is not None]
-    codes += [str(d["reason"]) for d in _error_details(body) if "reason" in d]
-    return codes
-
-
-def _error_details(body: object) -> list[Mapping[str, object]]:
-    details = _error_object(body).get("details")
-    return [d for d in details if isinstance(d, Mapping)] if isinstance(details, list) else []
-
-
-def _only_daily_quota_violated(body: object) -> bool:
-    """Gemini names the exhausted quota; a per-day one will not reset within any retry horizon."""
-    quota_ids: list[str] = []
-    for detail in _error_details(body):
-        violations = detail.get("violations")
-        if str(detail.get("@type", "")).endswith("google.rpc.QuotaFailure") and isinstance(violations, list):
-            quota_ids += [str(v.get("quotaId", "")) for v in violations if isinstance(v, Mapping)]
-    return bool(quota_ids) and all("perday" in q.lower() for q in quota_ids)

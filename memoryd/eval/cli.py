@@ -1,7 +1,9 @@
-"""`memoryd eval locomo PATH [--json] [--pool] [--mode hybrid|keyword|vector] [--work-dir DIR]`.
+"""`memoryd eval SET PATH [SET PATH ...] [--mode M[,M...]] [--ablate] [--pool] [--json] [--work-dir DIR]`.
 
-The command line's `eval` subcommand: `add_parser` registers it, `run` executes it. Results go to
-the given output stream; the progress bar and errors go to stderr.
+The command line's `eval` subcommand: `add_parser` registers it, `run` executes it. SET is one of
+`locomo` (LoCoMo's locomo10.json), `realtalk` (REALTALK's data/ directory) or `faq` (a directory of
+FAQ markdown pages). Results go to the given output stream as one table (or JSON); the progress bar
+and errors go to stderr.
 """
 
 from __future__ import annotations
@@ -9,22 +11,32 @@ from __future__ import annotations
 import argparse
 import sys
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, TextIO
+from typing import TYPE_CHECKING, TextIO, cast
 
 import anyio
 import orjson
 
-from memoryd.errors import MemorydError
-from memoryd.eval.harness import EvalReport, evaluate
-from memoryd.eval.locomo import CATEGORY_NAMES, load_locomo
+from memoryd.errors import ConfigError, MemorydError
+from memoryd.eval import ablation, faq, locomo, realtalk
+from memoryd.eval.dataset import EvalSet
+from memoryd.eval.harness import DEFAULT, MODES, EvalReport, Mode, Variant, evaluate_set, local_provider
 from memoryd.progress import ProgressBar
-from memoryd.search.pipeline import Mode
 
 EXIT_OK = 0
 EXIT_ERROR = 1
-MODES: tuple[Mode, ...] = ("hybrid", "keyword", "vector")
+Loader = Callable[[Path, bool], EvalSet]
+LOADERS: dict[str, Loader] = {
+    "locomo": lambda path, pool: locomo.eval_set(locomo.load_locomo(path), pool=pool),
+    "realtalk": lambda path, _pool: realtalk.load_realtalk(path),
+    "faq": lambda path, _pool: faq.load_faq(path),
+}
+SET_HELP = {
+    "locomo": "LoCoMo's data/locomo10.json (CC BY-NC 4.0, never shipped)",
+    "realtalk": "REALTALK's data/ directory (Chat_*.json)",
+    "faq": "a directory of FAQ markdown pages (ripgrep's FAQ.md, ruff's docs/faq.md, ...)",
+}
 
 Parser = argparse.ArgumentParser
 if TYPE_CHECKING:
@@ -32,74 +44,177 @@ if TYPE_CHECKING:
 
 
 def add_parser(subparsers: SubParsers, parents: Sequence[Parser] = ()) -> Parser:
-    """Add `eval` (with its `locomo` benchmark) to the top-level subcommands; `parents` go on `locomo`."""
-    parser = subparsers.add_parser("eval", help="measure retrieval quality on a public benchmark")
-    benchmarks = parser.add_subparsers(dest="benchmark", required=True, metavar="BENCHMARK")
-    p = benchmarks.add_parser(
-        "locomo",
+    """Add `eval` to the top-level subcommands; `parents` add their options to it."""
+    sets = "; ".join(f"{name}: {text}" for name, text in SET_HELP.items())
+    p = subparsers.add_parser(
+        "eval",
         parents=list(parents),
-        help="LoCoMo: 10 long conversations, 1,986 questions with turn-level evidence",
+        help="measure retrieval quality on public dev sets",
+        description=f"Index each set with memoryd's real pipeline and score every question. Sets: {sets}.",
     )
-    p.add_argument("path", type=Path, help="LoCoMo's data/locomo10.json (CC BY-NC 4.0, never shipped)")
+    p.add_argument("items", nargs="+", metavar="SET PATH", help=f"pairs of a set ({', '.join(LOADERS)}) and its path")
     p.add_argument("--json", action="store_true", help="print the results as JSON")
-    p.add_argument("--pool", action="store_true", help="one index of all conversations instead of one each")
-    p.add_argument("--mode", choices=MODES, default="hybrid", help="search mode (default: hybrid)")
+    p.add_argument("--pool", action="store_true", help="locomo: one index of all conversations instead of one each")
+    p.add_argument(
+        "--mode",
+        default="hybrid",
+        help=f"search mode, or several separated by commas: {', '.join(MODES)} (default: hybrid)",
+    )
+    p.add_argument("--ablate", action="store_true", help="also run each ranking feature off, one at a time")
     p.add_argument(
         "--work-dir",
         type=Path,
         help="keep the converted workspaces and indexes here and reuse them (default: a temporary directory)",
     )
-    return parser
+    return p
+
+
+def parse_items(items: Sequence[str]) -> list[tuple[str, Path]]:
+    """`SET PATH` pairs, each set once."""
+    if len(items) % 2:
+        raise ConfigError("eval", f"expected pairs of SET PATH, got {' '.join(items)!r}")
+    pairs = [(items[i], Path(items[i + 1])) for i in range(0, len(items), 2)]
+    for name, _path in pairs:
+        if name not in LOADERS:
+            raise ConfigError("eval", f"unknown set {name!r}; choose from {', '.join(LOADERS)}")
+    if len({name for name, _ in pairs}) != len(pairs):
+        raise ConfigError("eval", "each set may be named once")
+    return pairs
+
+
+def parse_modes(text: str) -> list[Mode]:
+    modes = [m.strip() for m in text.split(",") if m.strip()]
+    for m in modes:
+        if m not in MODES:
+            raise ConfigError("eval.mode", f"unknown mode {m!r}; choose from {', '.join(MODES)}")
+    return [cast("Mode", m) for m in dict.fromkeys(modes)] or ["hybrid"]
+
+
+Results = dict[str, dict[tuple[str, Mode], EvalReport]]
 
 
 def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None = None) -> int:
-    """Run the benchmark named by `args`; 0 on success, 1 with a message on stderr otherwise."""
+    """Run the sets named by `args`; 0 on success, 1 with a message on stderr otherwise."""
     stdout = out if out is not None else sys.stdout
     stderr = err if err is not None else sys.stderr
-    bar = ProgressBar("indexing LoCoMo", stream=stderr)
+    bar = ProgressBar("indexing", stream=stderr)
     try:
-        dataset = load_locomo(args.path)
+        pairs = parse_items(args.items)
+        modes = parse_modes(args.mode)
+        sets = [LOADERS[name](path, bool(args.pool)) for name, path in pairs]
+        variants: Sequence[Variant] = ablation.VARIANTS if args.ablate else (DEFAULT,)
 
-        async def main(work_dir: Path) -> EvalReport:
-            return await evaluate(dataset, mode=args.mode, pool=args.pool, work_dir=work_dir, progress=bar)
+        async def main(work_dir: Path) -> Results:
+            provider = await local_provider(modes)
+            try:
+                return {
+                    s.name: await evaluate_set(
+                        s, modes=modes, variants=variants, work_dir=work_dir, progress=bar, provider=provider
+                    )
+                    for s in sets
+                }
+            finally:
+                if provider is not None:
+                    await provider.aclose()
 
         if args.work_dir is not None:
-            report = anyio.run(main, Path(args.work_dir))
+            results = anyio.run(main, Path(args.work_dir))
         else:
-            with tempfile.TemporaryDirectory(prefix="memoryd-locomo-") as tmp:
-                report = anyio.run(main, Path(tmp))
+            with tempfile.TemporaryDirectory(prefix="memoryd-eval-") as tmp:
+                results = anyio.run(main, Path(tmp))
     except MemorydError as exc:
-        stderr.write(f"memoryd eval locomo: {exc}\n")
+        names = "".join(f" {n}" for n in args.items[0::2] if n in LOADERS)
+        stderr.write(f"memoryd eval{names}: {exc}\n")
         return EXIT_ERROR
     finally:
         bar.done()
     if args.json:
-        stdout.write(orjson.dumps(report.to_dict(), option=orjson.OPT_INDENT_2).decode() + "\n")
+        stdout.write(orjson.dumps(to_json(results), option=orjson.OPT_INDENT_2).decode() + "\n")
     else:
-        stdout.write(format_table(report))
+        stdout.write(format_results(sets, results, ablate=bool(args.ablate)))
     return EXIT_OK
 
 
-def format_table(report: EvalReport) -> str:
-    """The results as a small fixed-width table with the run's size and timing below it."""
-    s = report.settings
-    layout = f"{s['indexes']} pooled index" if s["pool"] else f"one index per conversation ({s['indexes']})"
-    lines = [
-        f"LoCoMo retrieval, {s['mode']} mode, {layout}: {s['chunks']} chunks "
-        f"({s['chunk_tokens']} tokens, {s['chunk_overlap']} overlap), top {s['k']}",
-        f"{'category':<16}{'n':>6}{'R@5':>8}{'R@10':>8}{'nDCG@10':>9}{'MRR':>8}",
+def to_json(results: Results) -> object:
+    """One set in one mode at default settings: its report; anything more: a list of runs."""
+    runs = [
+        {"set": name, "variant": variant, **report.to_dict()}
+        for name, by_key in results.items()
+        for (variant, _mode), report in by_key.items()
     ]
-    rows = [(f"{c} {CATEGORY_NAMES.get(c, '?')}", summary) for c, summary in report.by_category.items()]
-    rows.append(("overall", report.overall))
-    for label, m in rows:
-        metrics = f"{m.recall_5:>8.3f}{m.recall_10:>8.3f}{m.ndcg_10:>9.3f}{m.mrr:>8.3f}"
-        lines.append(f"{label:<16}{m.n:>6}{metrics}")
+    if len(runs) == 1:
+        only = next(iter(next(iter(results.values())).values()))
+        return only.to_dict()
+    return {"runs": runs}
+
+
+def _pct(value: float) -> str:
+    return f"{100 * value:.1f}%"
+
+
+def format_results(sets: Sequence[EvalSet], results: Results, *, ablate: bool) -> str:
+    """One line per set and mode (default settings); per set, its categories for the first mode; then
+    the ablation table when asked for."""
+    lines = [
+        f"{'set':<10}{'mode':<8}{'n':>6}{'chunks':>8}{'R@5':>7}{'R@10':>7}{'nDCG@10':>9}{'MRR':>7}"
+        f"{'served R@5':>12}{'R@10':>7}{'empty':>7}{'abstain':>9}"
+    ]
+    for s in sets:
+        for (variant, mode), r in results[s.name].items():
+            if variant != DEFAULT.name:
+                continue
+            m = r.overall
+            served = f"{'-':>12}{'-':>7}{'-':>7}"
+            if r.served is not None:
+                sv = r.served.overall
+                served = f"{sv.recall_5:>12.3f}{sv.recall_10:>7.3f}{_pct(r.served.empty / max(1, m.n)):>7}"
+            abstain = _pct(r.abstention.rate) if r.abstention else "-"
+            lines.append(
+                f"{s.name:<10}{mode:<8}{m.n:>6}{r.settings['chunks']!s:>8}{m.recall_5:>7.3f}{m.recall_10:>7.3f}"
+                f"{m.ndcg_10:>9.3f}{m.mrr:>7.3f}{served}{abstain:>9}"
+            )
+    first = next(iter(next(iter(results.values())).values()))
     lines.append(
-        f"latency p50 {report.latency_p50_ms:.2f} ms, p99 {report.latency_p99_ms:.2f} ms; "
-        f"indexing {s['index_seconds']} s, questions {s['query_seconds']} s"
+        f"(ranking: min_score 0, top {first.settings['k']}; served: the default settings, min_score "
+        f"{first.settings['served_min_score']}, top {first.settings['k']}; empty: answerable questions with no "
+        "result; abstain: share of another index's questions answered 'No matches.')"
     )
-    lines.append(
-        f"{s['scored']} of {s['questions']} questions scored ({s['skipped_no_evidence']} without evidence); "
-        f"{s['evidence_repairs']} evidence entries repaired, {s['unresolved_evidence']} ids name no turn"
-    )
+    for s in sets:
+        by_key = results[s.name]
+        (_variant, mode), report = next(iter(by_key.items()))
+        lines.append("")
+        lines.append(f"{s.title} by category ({mode}): {report.settings['chunks']} chunks in {len(s.groups)} indexes")
+        lines.append(f"{'category':<18}{'n':>6}{'R@5':>8}{'R@10':>8}{'nDCG@10':>9}{'MRR':>8}")
+        for c, m in report.by_category.items():
+            label = f"{c} {s.categories.get(c, '?')}"
+            lines.append(f"{label:<18}{m.n:>6}{m.recall_5:>8.3f}{m.recall_10:>8.3f}{m.ndcg_10:>9.3f}{m.mrr:>8.3f}")
+        lines.append(
+            f"latency p50 {report.latency_p50_ms:.2f} ms, p99 {report.latency_p99_ms:.2f} ms; "
+            f"indexing {report.settings['index_seconds']} s, questions {report.settings['query_seconds']} s"
+        )
+    if ablate:
+        lines.extend(format_ablation(sets, results))
     return "\n".join(lines) + "\n"
+
+
+def format_ablation(sets: Sequence[EvalSet], results: Results) -> list[str]:
+    """R@5 (and its change against the default) per variant and set, for each mode that ran."""
+    modes = list(dict.fromkeys(mode for by_key in results.values() for _v, mode in by_key))
+    lines: list[str] = []
+    for mode in modes:
+        if mode == "bm25":
+            continue
+        lines.append("")
+        lines.append(f"ablation, {mode} R@5 (change against the default):")
+        lines.append(f"{'variant':<24}" + "".join(f"{s.name:>18}" for s in sets) + f"{'mean':>10}")
+        per_set = {s.name: {v: r for (v, m), r in results[s.name].items() if m == mode} for s in sets}
+        for verdict in [None, *ablation.verdicts(per_set)]:
+            name = DEFAULT.name if verdict is None else verdict.variant
+            cells = []
+            for s in sets:
+                r = per_set[s.name].get(name)
+                delta = "" if verdict is None else f" ({verdict.deltas.get(s.name, 0.0):+.3f})"
+                cells.append(f"{(r.overall.recall_5 if r else float('nan')):.3f}{delta}".rjust(18))
+            mean = "" if verdict is None else f"{verdict.mean:+.3f}"
+            lines.append(f"{name:<24}" + "".join(cells) + f"{mean:>10}")
+    return lines

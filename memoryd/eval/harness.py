@@ -1,18 +1,24 @@
-"""LoCoMo through memoryd's real pipeline: write workspaces, index them, ask every question, score.
+"""Dev sets through memoryd's real pipeline: write workspaces, index them, ask every question, score.
 
-Indexes are built exactly as the daemon builds them (default settings, `IndexEngine.sync`) and searched
-through the engine's `Searcher` as the daemon searches them, one per
-conversation or one pooled index of all of them; every question is asked with min_score 0 and
-the top 10 kept, and the latency of each search is measured around the engine call.
+Indexes are built exactly as the daemon builds them (`IndexEngine.sync`) and searched through a
+`Searcher` as the daemon searches them, one index per group of the set. Every question is asked
+twice: with min_score 0 and the top 10 kept (the ranking), and as served — the agent's own settings
+(min_score and all), only max_results raised to 10 so R@10 can be read — counting the answerable
+questions that get nothing back. The questions of the next group are then asked of each index as
+served: they are about things that index never mentions, so the right answer is "No matches.".
+
+`bm25` mode is the floor: plain FTS5 bm25 over an OR of the question's tokens on the same chunks
+(`memoryd.eval.baseline`). A `Variant` changes settings (a `[defaults]` table fragment; one that
+changes the index, such as the tokenizer, gets its own index) or switches a ranking feature off.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import anyio.to_thread
 
@@ -22,8 +28,8 @@ from memoryd.config import AgentConfig
 from memoryd.embeddings.base import EmbeddingProvider
 from memoryd.embeddings.select import select_provider
 from memoryd.errors import MemorydError
-from memoryd.eval import locomo
-from memoryd.eval.locomo import Conversation, Dataset, Qrel
+from memoryd.eval.baseline import Bm25Baseline, Chunk
+from memoryd.eval.dataset import EvalSet, Group, Qrel, write_workspace
 from memoryd.eval.metrics import (
     QuestionScore,
     Span,
@@ -35,28 +41,54 @@ from memoryd.eval.metrics import (
     summarise,
 )
 from memoryd.index.engine import IndexEngine, Progress, ProgressFn
-from memoryd.search.pipeline import Mode
-from memoryd.search.request import SearchRequest
+from memoryd.search.features import RankingFeatures
+from memoryd.search.request import SearchMode, SearchRequest
+from memoryd.search.searcher import Searcher
 from memoryd.store.db import connect, translated
 
 TOP_K = 10
 MIN_SCORE = 0.0
-POOL_ID = "locomo-pool"
+Mode = Literal["hybrid", "keyword", "vector", "bm25"]
+MODES: tuple[Mode, ...] = ("hybrid", "keyword", "vector", "bm25")
 
-SearchFn = Callable[[IndexEngine, str], Awaitable[list[Span]]]
+
+@dataclass(frozen=True, slots=True)
+class Variant:
+    """Settings (a `[defaults]` table fragment) and ranking features one run uses."""
+
+    name: str = "default"
+    overrides: Mapping[str, Any] = field(default_factory=dict)
+    features: RankingFeatures = field(default_factory=RankingFeatures)
 
 
-def searcher(mode: Mode) -> SearchFn:
-    """The one place the harness picks a search mode (hybrid and vector need the engine's provider)."""
+DEFAULT = Variant()
 
-    async def search(engine: IndexEngine, query: str) -> list[Span]:
-        resp = await engine.searcher.search(SearchRequest(query, max_results=TOP_K, min_score=MIN_SCORE, mode=mode))
-        if resp.mode != mode:
-            reason = (resp.fallback or {}).get("reason", "unknown")
-            raise MemorydError(f"{mode} search did not run ({resp.mode} ran instead): {reason}")
-        return [Span(r.path, r.start_line, r.end_line) for r in resp.results]
 
-    return search
+@dataclass(frozen=True, slots=True)
+class Served:
+    """The answers users get: default min_score (and every other default), top 10."""
+
+    overall: Summary
+    empty: int  # answerable questions that got no result at all
+
+    def to_dict(self) -> dict[str, object]:
+        n = self.overall.n
+        return {**self.overall.to_dict(), "empty": self.empty, "empty_share": round(self.empty / n, 4) if n else 0.0}
+
+
+@dataclass(frozen=True, slots=True)
+class Abstention:
+    """Questions of another group asked of an index that never mentions their subject."""
+
+    asked: int
+    empty: int
+
+    @property
+    def rate(self) -> float:
+        return self.empty / self.asked if self.asked else 0.0
+
+    def to_dict(self) -> dict[str, object]:
+        return {"asked": self.asked, "no_matches": self.empty, "rate": round(self.rate, 4)}
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,140 +98,243 @@ class EvalReport:
     latency_p50_ms: float
     latency_p99_ms: float
     settings: dict[str, object] = field(default_factory=dict)
+    served: Served | None = None
+    abstention: Abstention | None = None
 
     def to_dict(self) -> dict[str, object]:
-        return {
+        out: dict[str, object] = {
             "overall": self.overall.to_dict(),
             "by_category": {str(c): s.to_dict() for c, s in self.by_category.items()},
             "latency_ms": {"p50": round(self.latency_p50_ms, 3), "p99": round(self.latency_p99_ms, 3)},
             "settings": self.settings,
         }
-
-
-@dataclass(frozen=True, slots=True)
-class _Group:
-    """The conversations that share one index."""
-
-    agent_id: str
-    conversations: tuple[Conversation, ...]
+        if self.served is not None:
+            out["served"] = self.served.to_dict()
+        if self.abstention is not None:
+            out["abstention"] = self.abstention.to_dict()
+        return out
 
 
 @dataclass(slots=True)
 class _Tally:
-    """What the groups add up to while the run goes on."""
+    """What the groups of one (variant, mode) run add up to."""
 
-    files_total: int
-    progress: ProgressFn | None
     scores: list[QuestionScore] = field(default_factory=list)
+    served: list[QuestionScore] = field(default_factory=list)
+    served_empty: int = 0
+    abstain_asked: int = 0
+    abstain_empty: int = 0
     latencies_ms: list[float] = field(default_factory=list)
-    files: int = 0
     chunks: int = 0
     index_s: float = 0.0
     query_s: float = 0.0
 
-    def report_progress(self, p: Progress | None = None) -> None:
+
+@dataclass(slots=True)
+class _Progress:
+    files_total: int
+    progress: ProgressFn | None
+    files: int = 0
+    chunks: int = 0
+    synced: int = 0  # chunks the current sync reported so far
+
+    def report(self, p: Progress | None = None) -> None:
         """The engine reports per sync; the bar shows the whole run."""
+        done, self.synced = (p.files_done, p.chunks) if p is not None else (0, self.synced)
         if self.progress is not None:
-            done, chunks = (p.files_done, p.chunks) if p is not None else (0, 0)
-            self.progress(Progress("index", self.files + done, self.files_total, self.chunks + chunks))
+            self.progress(Progress("index", self.files + done, self.files_total, self.chunks + self.synced))
+
+    def synced_group(self, files: int, chunks: int) -> None:
+        """One index is synced: its files and chunks count towards the whole run."""
+        self.files += files
+        self.chunks += chunks
+        self.synced = 0
+        self.report()
+
+
+def read_chunks(db_path: Path) -> list[Chunk]:
+    """Every chunk's file, line range and text, as the index holds them."""
+    conn, _vec = connect(db_path, readonly=True, vec_enabled=False)
+    try:
+        with translated(f"reading chunks of {db_path}"):
+            rows: list[Any] = conn.execute("SELECT path, start_line, end_line, text FROM chunks").fetchall()
+    finally:
+        conn.close()
+    return [Chunk(Span(str(path), int(start), int(end)), str(text)) for path, start, end, text in rows]
 
 
 def read_chunk_spans(db_path: Path) -> list[Span]:
     """Every chunk's file and line range, for the size of each question's ideal ranking."""
-    conn, _vec = connect(db_path, readonly=True, vec_enabled=False)
-    try:
-        with translated(f"reading chunks of {db_path}"):
-            rows: list[Any] = conn.execute("SELECT path, start_line, end_line FROM chunks").fetchall()
-    finally:
-        conn.close()
-    return [Span(str(path), int(start), int(end)) for path, start, end in rows]
+    return [c.span for c in read_chunks(db_path)]
 
 
-def _spans_by_path(spans: Sequence[Span]) -> dict[str, list[Span]]:
-    out: dict[str, list[Span]] = {}
-    for span in spans:
-        out.setdefault(span.path, []).append(span)
-    return out
+def _index_key(agent: AgentConfig) -> str:
+    """What makes two variants need different indexes (the rest is search-time)."""
+    s = agent.settings
+    return f"{s.store.fts.tokenizer}-{s.chunking.tokens}-{s.chunking.overlap}"
 
 
-async def _run_group(
-    group: _Group, pool: bool, root: Path, search: SearchFn, tally: _Tally, *, provider: EmbeddingProvider | None
-) -> AgentConfig:
-    """Write one index's workspace, sync it with the real engine, then ask and score its questions."""
+def agent_config(group: Group, root: Path, variant: Variant) -> AgentConfig:
+    """The group's agent at the variant's settings; indexes of different index keys never share a file."""
     workspace = root / group.agent_id
-    files: dict[str, str] = {}
-    questions: list[Qrel] = []
-    for conv in group.conversations:
-        files.update(locomo.workspace_files(conv, pooled=pool))
-        questions.extend(locomo.qrels(conv, pooled=pool))
-    await anyio.to_thread.run_sync(locomo.write_workspace, workspace, files)
-    table = {"agents": {group.agent_id: {"workspace": str(workspace)}}}
-    agent = config_mod.build(table, state_dir=root / "state").agent(group.agent_id)
-    engine = IndexEngine(agent, provider)
-    await engine.open()
+    table: dict[str, Any] = {"agents": {group.agent_id: {"workspace": str(workspace)}}}
+    if variant.overrides:
+        table["defaults"] = dict(variant.overrides)
+    probe = config_mod.build(table, state_dir=root / "state").agent(group.agent_id)
+    return config_mod.build(table, state_dir=root / "state" / _index_key(probe)).agent(group.agent_id)
+
+
+def _score(ranked: Sequence[Span], q: Qrel, by_path: Mapping[str, list[Span]]) -> QuestionScore:
+    candidates = [s for path in {p for p, _ in q.lines} for s in by_path.get(path, ())]
+    return score_question(ranked, q.lines, count_relevant(candidates, q.lines), q.category)
+
+
+async def _ask(searcher: Searcher, mode: SearchMode, query: str, min_score: float | None) -> list[Span]:
+    resp = await searcher.search(SearchRequest(query, max_results=TOP_K, min_score=min_score, mode=mode))
+    if resp.mode != mode:
+        reason = (resp.fallback or {}).get("reason", "unknown")
+        raise MemorydError(f"{mode} search did not run ({resp.mode} ran instead): {reason}")
+    return [Span(r.path, r.start_line, r.end_line) for r in resp.results]
+
+
+async def _ask_group(
+    engine: IndexEngine,
+    agent: AgentConfig,
+    *,
+    variant: Variant,
+    mode: Mode,
+    questions: Sequence[Qrel],
+    probes: Sequence[Qrel],
+    tally: _Tally,
+) -> None:
+    """Ask the group's questions (ranking and as served) and the other group's (abstention)."""
+    chunks = await anyio.to_thread.run_sync(read_chunks, agent.db_path)
+    by_path: dict[str, list[Span]] = {}
+    for chunk in chunks:
+        by_path.setdefault(chunk.span.path, []).append(chunk.span)
+    tally.chunks += len(chunks)
+    started = time.perf_counter()
+    if mode == "bm25":
+        baseline = Bm25Baseline(chunks)
+        try:
+            for q in questions:
+                asked = time.perf_counter()
+                ranked = baseline.rank(q.question, TOP_K)
+                tally.latencies_ms.append((time.perf_counter() - asked) * 1000)
+                tally.scores.append(_score(ranked, q, by_path))
+        finally:
+            baseline.close()
+        tally.query_s += time.perf_counter() - started
+        return
+    search_mode: SearchMode = mode
+    searcher = Searcher(
+        agent.settings,
+        engine.database.readers,
+        engine.active,
+        workspace=agent.workspace,
+        freshness=engine.state.freshness,
+        features=variant.features,
+    )
     try:
-        started = time.perf_counter()
-        await engine.sync("eval", progress=tally.report_progress)
-        tally.index_s += time.perf_counter() - started
-        spans = await anyio.to_thread.run_sync(read_chunk_spans, agent.db_path)
-        tally.files += len(files)
-        tally.chunks += len(spans)
-        tally.report_progress()
-        by_path = _spans_by_path(spans)
-        started = time.perf_counter()
         for q in questions:
             asked = time.perf_counter()
-            ranked = await search(engine, q.question)
+            ranked = await _ask(searcher, search_mode, q.question, MIN_SCORE)
             tally.latencies_ms.append((time.perf_counter() - asked) * 1000)
-            candidates = [s for path in {p for p, _ in q.lines} for s in by_path.get(path, ())]
-            ideal = count_relevant(candidates, q.lines)
-            tally.scores.append(score_question(ranked, q.lines, ideal, q.category))
-        tally.query_s += time.perf_counter() - started
+            tally.scores.append(_score(ranked, q, by_path))
+            served = await _ask(searcher, search_mode, q.question, None)
+            tally.served.append(_score(served, q, by_path))
+            tally.served_empty += not served
+        for q in probes:
+            tally.abstain_asked += 1
+            tally.abstain_empty += not await _ask(searcher, search_mode, q.question, None)
     finally:
-        await engine.aclose()
-    return agent
+        await searcher.aclose()
+    tally.query_s += time.perf_counter() - started
 
 
-async def evaluate(
-    dataset: Dataset,
+async def evaluate_set(
+    eval_set: EvalSet,
     *,
-    mode: Mode,
-    pool: bool,
+    modes: Sequence[Mode],
+    variants: Sequence[Variant] = (DEFAULT,),
     work_dir: Path,
     progress: ProgressFn | None = None,
+    provider: EmbeddingProvider | None = None,
+) -> dict[tuple[str, Mode], EvalReport]:
+    """Every (variant, mode) over every group of the set; each index is built once per index key."""
+    if provider is None and any(m in ("hybrid", "vector") for m in modes):
+        raise MemorydError(f"{'/'.join(m for m in modes if m in ('hybrid', 'vector'))} search needs a provider")
+    root = work_dir / eval_set.name
+    groups = eval_set.groups
+    tallies = {(v.name, m): _Tally() for v in variants for m in modes}
+    keys = {_variant_key(groups[0], root, v) for v in variants} if groups else set()
+    bar = _Progress(files_total=eval_set.files * len(keys), progress=progress)
+    for index, group in enumerate(groups):
+        await anyio.to_thread.run_sync(write_workspace, root / group.agent_id, group.files)
+        probes = groups[(index + 1) % len(groups)].questions if len(groups) > 1 else ()
+        by_key: dict[str, list[Variant]] = {}
+        for v in variants:
+            by_key.setdefault(_variant_key(group, root, v), []).append(v)
+        for same_index in by_key.values():
+            agent = agent_config(group, root, same_index[0])
+            engine = IndexEngine(agent, provider)
+            await engine.open()
+            try:
+                started = time.perf_counter()
+                await engine.sync("eval", progress=bar.report)
+                elapsed = time.perf_counter() - started
+                chunk_count = len(await anyio.to_thread.run_sync(read_chunk_spans, agent.db_path))
+                bar.synced_group(len(group.files), chunk_count)
+                for v in same_index:
+                    variant_agent = agent_config(group, root, v)
+                    for m in modes:
+                        tally = tallies[(v.name, m)]
+                        tally.index_s += elapsed
+                        await _ask_group(
+                            engine,
+                            variant_agent,
+                            variant=v,
+                            mode=m,
+                            questions=group.questions,
+                            probes=probes,
+                            tally=tally,
+                        )
+            finally:
+                await engine.aclose()
+    return {
+        key: _report(eval_set, key[1], tally, agent_config(groups[0], root, _by_name(variants, key[0])), provider)
+        for key, tally in tallies.items()
+    }
+
+
+def _variant_key(group: Group, root: Path, variant: Variant) -> str:
+    return _index_key(agent_config(group, root, variant))
+
+
+def _by_name(variants: Sequence[Variant], name: str) -> Variant:
+    return next(v for v in variants if v.name == name)
+
+
+def _report(
+    eval_set: EvalSet, mode: Mode, tally: _Tally, agent: AgentConfig, provider: EmbeddingProvider | None
 ) -> EvalReport:
-    """Index every group (one per conversation, or all pooled), ask its questions, and score them."""
-    search = searcher(mode)
-    convs = dataset.conversations
-    groups = [_Group(POOL_ID, convs)] if pool else [_Group(c.sample_id, (c,)) for c in convs]
-    tally = _Tally(files_total=sum(len(c.sessions) for c in convs), progress=progress)
-    provider: EmbeddingProvider | None = None
-    if mode != "keyword":
-        selection = await select_provider(config_mod.build({}).defaults, cache_dir=paths.cache_dir())
-        if selection.provider is None:
-            raise MemorydError(f"{mode} search needs an embedding provider: {selection.reason}")
-        provider = selection.provider
-    try:
-        agents = [await _run_group(g, pool, work_dir, search, tally, provider=provider) for g in groups]
-    finally:
-        if provider is not None:
-            await provider.aclose()
-    chunking = agents[0].settings.chunking
+    s = agent.settings
+    searched = mode != "bm25"
     settings: dict[str, object] = {
-        "dataset": "locomo",
-        "source_sha256": dataset.sha256,
+        "dataset": eval_set.name,
+        "source_sha256": eval_set.sha256,
         "mode": mode,
-        "pool": pool,
-        "indexes": len(groups),
+        "indexes": len(eval_set.groups),
         "chunks": tally.chunks,
-        "chunk_tokens": chunking.tokens,
-        "chunk_overlap": chunking.overlap,
-        "fts_tokenizer": agents[0].settings.store.fts.tokenizer,
-        "provider": provider.fingerprint.provider if provider else "none",
-        "model": provider.fingerprint.model if provider else "fts-only",
+        "chunk_tokens": s.chunking.tokens,
+        "chunk_overlap": s.chunking.overlap,
+        "fts_tokenizer": s.store.fts.tokenizer if searched else "unicode61",
+        "provider": provider.fingerprint.provider if provider and mode in ("hybrid", "vector") else "none",
+        "model": provider.fingerprint.model if provider and mode in ("hybrid", "vector") else "fts-only",
         "k": TOP_K,
         "min_score": MIN_SCORE,
-        **locomo.counts(convs),
+        "served_min_score": s.query.min_score,
+        **eval_set.counts,
         "scored": len(tally.scores),
         "index_seconds": round(tally.index_s, 3),
         "query_seconds": round(tally.query_s, 3),
@@ -210,4 +345,36 @@ async def evaluate(
         latency_p50_ms=percentile(tally.latencies_ms, 50),
         latency_p99_ms=percentile(tally.latencies_ms, 99),
         settings=settings,
+        served=Served(summarise(tally.served), tally.served_empty) if searched else None,
+        abstention=Abstention(tally.abstain_asked, tally.abstain_empty) if searched and tally.abstain_asked else None,
     )
+
+
+async def local_provider(modes: Sequence[Mode]) -> EmbeddingProvider | None:
+    """The default provider when a mode needs vectors (the caller closes it), else None."""
+    if not any(m in ("hybrid", "vector") for m in modes):
+        return None
+    selection = await select_provider(config_mod.build({}).defaults, cache_dir=paths.cache_dir())
+    if selection.provider is None:
+        raise MemorydError(f"{'/'.join(modes)} search needs an embedding provider: {selection.reason}")
+    return selection.provider
+
+
+async def evaluate(
+    eval_set: EvalSet,
+    *,
+    mode: Mode,
+    work_dir: Path,
+    progress: ProgressFn | None = None,
+    variant: Variant = DEFAULT,
+) -> EvalReport:
+    """One set in one mode at one variant's settings (the provider is loaded and closed here)."""
+    provider = await local_provider([mode])
+    try:
+        reports = await evaluate_set(
+            eval_set, modes=[mode], variants=[variant], work_dir=work_dir, progress=progress, provider=provider
+        )
+    finally:
+        if provider is not None:
+            await provider.aclose()
+    return reports[(variant.name, mode)]

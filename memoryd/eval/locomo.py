@@ -10,9 +10,8 @@ A few evidence lists carry typing slips (several ids in one string, `D:11:26`, `
 from __future__ import annotations
 
 import hashlib
-import os
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -22,12 +21,15 @@ from typing import Any
 import orjson
 
 from memoryd.errors import SourceError
+from memoryd.eval import dataset
+from memoryd.eval.dataset import EvalSet, Group, Qrel
 from memoryd.eval.metrics import EvidenceLine
 from memoryd.search.timeframe import MONTHS
 
 CATEGORY_NAMES: Mapping[int, str] = MappingProxyType(
     {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
 )
+POOL_ID = "locomo-pool"
 TURN_SECONDS = 30  # synthetic gap between turns, so times increase inside a session
 SESSIONS_DIR = "sessions"
 
@@ -90,16 +92,6 @@ class Conversation:
 class Dataset:
     conversations: tuple[Conversation, ...]
     sha256: str
-
-
-@dataclass(frozen=True, slots=True)
-class Qrel:
-    """A question and the transcript lines (workspace-relative path, 1-based line) that answer it."""
-
-    qid: str
-    question: str
-    category: int
-    lines: frozenset[EvidenceLine]
 
 
 # ---------------------------------------------------------------------------------------- loading
@@ -266,27 +258,8 @@ def qrels(conv: Conversation, *, pooled: bool = False) -> list[Qrel]:
 
 
 def write_workspace(root: Path, files: Mapping[str, str]) -> None:
-    """Write the transcripts under `root`, leaving identical files untouched so a reused index stays
-    valid, and removing transcripts left from an earlier conversion."""
-    wanted = {root / rel for rel in files}
-    sessions = root / SESSIONS_DIR
-    try:
-        sessions.mkdir(parents=True, exist_ok=True)
-        for stale in _transcripts_in(sessions):
-            if stale not in wanted:
-                stale.unlink()
-        for rel, text in files.items():
-            target = root / rel
-            data = text.encode()
-            if not target.is_file() or target.read_bytes() != data:
-                target.write_bytes(data)
-    except OSError as exc:
-        raise SourceError(f"cannot write the LoCoMo workspace {root}: {exc.strerror or exc}") from exc
-
-
-def _transcripts_in(directory: Path) -> Iterable[Path]:
-    with os.scandir(directory) as entries:
-        return [Path(e.path) for e in entries if e.name.endswith(".jsonl")]
+    """Write the transcripts under `root` (identical files untouched, stale ones removed)."""
+    dataset.write_workspace(root, files)
 
 
 def counts(conversations: Sequence[Conversation]) -> dict[str, int]:
@@ -301,3 +274,15 @@ def counts(conversations: Sequence[Conversation]) -> dict[str, int]:
         "evidence_repairs": sum(len(c.repairs) for c in conversations),
         "unresolved_evidence": sum(len(q.unresolved) for q in questions),
     }
+
+
+def eval_set(data: Dataset, *, pool: bool = False) -> EvalSet:
+    """The conversations as the harness runs them: one index each, or one pooled index of all."""
+    convs = data.conversations
+    groups: tuple[Group, ...]
+    if pool:
+        files = {rel: text for c in convs for rel, text in workspace_files(c, pooled=True).items()}
+        groups = (Group(POOL_ID, files, tuple(q for c in convs for q in qrels(c, pooled=True))),)
+    else:
+        groups = tuple(Group(c.sample_id, workspace_files(c), tuple(qrels(c))) for c in convs)
+    return EvalSet("locomo", "LoCoMo", groups, CATEGORY_NAMES, data.sha256, counts(convs))

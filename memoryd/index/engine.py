@@ -304,6 +304,7 @@ class IndexEngine:
 
     def read_file(self, path: str, *, from_line: int | None = None, lines: int | None = None) -> FileSlice:
         """Lines of a memory file, or the messages of a transcript (a path in a session root). Blocking."""
+        rules = self.settings.files
         if "sessions" in self.settings.sources:
             found = read_transcript(
                 path,
@@ -311,10 +312,20 @@ class IndexEngine:
                 from_line=from_line,
                 lines=lines,
                 subagents=self.settings.transcripts.subagents,
+                max_bytes=rules.max_transcript_bytes,
+                allow_hard_links=rules.allow_hard_links,
             )
             if found is not None:
                 return found
-        return read_memory_file(path, self.agent.workspace, self.agent.extra_paths, from_line=from_line, lines=lines)
+        return read_memory_file(
+            path,
+            self.agent.workspace,
+            self.agent.extra_paths,
+            from_line=from_line,
+            lines=lines,
+            max_bytes=rules.max_markdown_bytes,
+            allow_hard_links=rules.allow_hard_links,
+        )
 
     # ------------------------------------------------------------------ status
 

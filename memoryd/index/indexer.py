@@ -20,7 +20,7 @@ from memoryd.config import AgentConfig
 from memoryd.embeddings.active import ActiveProvider
 from memoryd.embeddings.base import Vectors
 from memoryd.embeddings.batch import BatchEmbedder
-from memoryd.embeddings.remote import input_limit_bytes
+from memoryd.embeddings.limits import input_limit_bytes
 from memoryd.errors import EmbeddingError
 from memoryd.faults import crash_point
 from memoryd.index import plan
@@ -80,14 +80,20 @@ class Indexer:
         targeted, reasons = await anyio.to_thread.run_sync(decide)
         if reasons:
             log.info("full reindex", agent=self.agent.id, reason=reason, why=reasons)
-            return True, await self._full_reindex(progress)
+            counts = await self._full_reindex(progress)
+            self._state.skipped = dict(counts.skipped)
+            return True, counts
         if targeted:
             counts = await self._index(store, targeted, prune=(), full=False, progress=progress)
             self._state.dirty_sessions.difference_update(f.path for f in targeted)
+            for f in targeted:
+                self._state.skipped.pop(f.path, None)
+            self._state.skipped.update(counts.skipped)
             return False, counts
         files, unlisted = await anyio.to_thread.run_sync(discover, self.agent, sources)
         await anyio.to_thread.run_sync(self._note_unreadable, unlisted)
         counts = await self._index(store, files, prune=sources, keep=unlisted, full=False, progress=progress)
+        self._state.skipped = dict(counts.skipped)  # a refused file is never UNCHANGED: every sync lists them all
         self._state.dirty = False
         self._state.dirty_sessions.clear()
         return False, counts
@@ -115,6 +121,7 @@ class Indexer:
                 states[f"{source}\x00{path}"] = st
         total = SyncCounts()
         chunking = self.settings.chunking
+        rules = self.settings.files
         model = self._active.fingerprint.model
         provider = self._active.provider
         limit = None if provider is None else input_limit_bytes(provider.id, provider.model)
@@ -131,6 +138,7 @@ class Indexer:
                     chunking,
                     full=full,
                     max_input_bytes=limit,
+                    rules=rules,
                     subagents=self.settings.transcripts.subagents,
                 )
             )

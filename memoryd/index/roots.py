@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import stat
+import sys
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,6 +19,7 @@ from pathlib import Path
 import structlog
 
 from memoryd.config import AgentConfig
+from memoryd.sources.safefile import RefusedFileError, open_checked
 from memoryd.sources.session_roots import located
 
 log = structlog.get_logger(__name__)
@@ -87,10 +89,11 @@ def place_error(path: Path) -> str | None:
         return folder_error(path)
     if stat.S_ISREG(mode) and path.suffix.lower() == ".md":
         try:
-            with open(path, "rb"):
+            # Opened the safe way (no wait on a FIFO swapped in, no symlink followed); reading is not needed.
+            with open_checked(path, max_bytes=sys.maxsize, allow_hard_links=True):
                 return None
-        except (FileNotFoundError, NotADirectoryError):
-            return None
+        except (FileNotFoundError, NotADirectoryError, RefusedFileError):
+            return None  # gone, or refused by the read rules: status lists it as skipped, not as unreadable
         except OSError as exc:
             return _reason(exc)
     return None

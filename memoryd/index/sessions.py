@@ -8,8 +8,11 @@ from __future__ import annotations
 
 import contextlib
 import os
+import sys
 from dataclasses import dataclass
 from pathlib import Path
+
+from memoryd.sources.safefile import RefusedFileError, open_checked
 
 READ_BUFFER = 64 * 1024
 
@@ -22,16 +25,17 @@ class _Counters:
 
 
 def _count_newlines(path: Path, start: int, end: int) -> int:
+    """Newlines in bytes [start, end) of the transcript, read through the safe reader (a FIFO or a symlink
+    swapped in is refused, never waited on or followed) one block at a time."""
     count = 0
-    with open(path, "rb") as fh:
-        fh.seek(start)
-        remaining = end - start
-        while remaining > 0:
-            block = fh.read(min(READ_BUFFER, remaining))
+    with open_checked(path, max_bytes=sys.maxsize, allow_hard_links=True) as f:
+        offset = start
+        while offset < end:
+            block = f.read_range(offset, min(end, offset + READ_BUFFER))
             if not block:
                 break
             count += block.count(b"\n")
-            remaining -= len(block)
+            offset += len(block)
     return count
 
 
@@ -68,7 +72,7 @@ class SessionDeltaTracker:
         state.pending_bytes += grew
         counting = self.delta_messages > 0 and (self.delta_bytes <= 0 or state.pending_bytes < self.delta_bytes)
         if grew and counting:
-            with contextlib.suppress(OSError):
+            with contextlib.suppress(OSError, RefusedFileError):
                 state.pending_messages += _count_newlines(path, start, size)
         state.last_size = size
         by_bytes = state.pending_bytes >= self.delta_bytes if self.delta_bytes > 0 else state.pending_bytes > 0

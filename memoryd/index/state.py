@@ -48,6 +48,7 @@ class SyncReport:
             "deleted": self.counts.deleted,
             "chunks": self.counts.chunks,
             "unreadable": list(self.counts.unreadable),
+            "skipped": skipped_report(self.counts.skipped),
             "durationMs": self.duration_ms,
             "at": iso(self.at_ms),
             "error": self.error,
@@ -76,6 +77,7 @@ class IndexState:
     embedding_error: str | None = None
     provider_state: str = "none"  # none | loading | ready | unavailable
     degraded: list[Unreadable] = field(default_factory=list)  # places the last listing could not read
+    skipped: dict[str, tuple[str, str]] = field(default_factory=dict)  # refused files: path -> (reason, message)
 
     def degraded_report(self) -> list[dict[str, str]]:
         return [u.to_dict() for u in self.degraded]
@@ -103,10 +105,16 @@ class IndexState:
                 "lastError": rec.last_error,
             },
             "corruptDatabaseMovedTo": self.corrupt_moved_to,
+            "skippedFiles": skipped_report(self.skipped),
             "indexedAt": iso(self.indexed_at),
             "pending": self.pending,
             "lastSync": last.to_dict() if last else _loads(self.last_sync_saved),
         }
+
+
+def skipped_report(skipped: dict[str, tuple[str, str]]) -> list[dict[str, str]]:
+    """Files the read rules refused, for status and sync reports: path, reason (a word), message (for people)."""
+    return [{"path": p, "reason": reason, "message": message} for p, (reason, message) in sorted(skipped.items())]
 
 
 def _loads(text: str | None) -> object:

@@ -41,6 +41,7 @@ ORDER: dict[str, tuple[str, ...]] = {
     "providerUnavailableReason": (),
     "readonlyRecovery": (),
     "corruptDatabaseMovedTo": (),
+    "skippedFiles": (),
     "malformedTranscriptLines": (),
     "transcriptFormats": (),
     "unrecognisedTranscripts": (),

@@ -8,24 +8,30 @@ Rules that differ from OpenClaw on purpose:
   10k files takes a stat per file, not a read and a hash);
 * an unreadable file keeps its old rows and is never pruned as deleted (basic-memory #1007);
 * malformed transcript lines are counted per file (`files.bad_lines`) and shown by status;
+* every file is read through `memoryd.sources.safefile` (no symlink followed below its root, a regular
+  file checked on the open descriptor, a size cap per kind, hard links refused unless allowed): a file
+  refused there is SKIPPED — its rows are removed and status lists it with the reason;
 * each transcript's format is stored (`files.format`): a transcript indexed before formats were
   told apart is read again even when its size and mtime are unchanged.
 """
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
+import stat
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 
 import structlog
 
-from memoryd.config import ChunkingSettings
+from memoryd.config import ChunkingSettings, FilesSettings
 from memoryd.embeddings.base import Vectors
 from memoryd.sources.chunking import Chunk, chunk_markdown, split_for_input_limit
 from memoryd.sources.discovery import SourceFile
+from memoryd.sources.safefile import RefusedFileError, read_checked
 from memoryd.sources.transcripts import chunk_transcript, parse_transcript
 from memoryd.store.index import FileState, IndexStore
 
@@ -43,6 +49,7 @@ class Outcome(Enum):
     CHANGED = "changed"  # new or different content: chunks to write
     UNREADABLE = "unreadable"  # exists but cannot be read: old rows kept
     VANISHED = "vanished"  # deleted between listing and reading
+    SKIPPED = "skipped"  # refused by the read rules (too large, not a regular file, a hard link): rows removed
 
 
 @dataclass(slots=True)
@@ -55,14 +62,30 @@ class Prepared:
     bad_lines: int = 0
     chunks: list[Chunk] = field(default_factory=list)
     error: str = ""
+    reason: str = ""  # why a SKIPPED file was refused (memoryd.sources.safefile.RefusalReason)
+    transient: bool = False  # UNREADABLE for want of a resource (descriptors, memory): worth a retry soon
     format: str | None = None  # a transcript's format as read now (None: not a transcript, or not read)
     previous_format: str | None = None  # as the index knew it
 
 
-def read_source(path: os.PathLike[str] | str) -> bytes:
-    """Read a source file whole (its own function so fault tests can make one file unreadable)."""
-    with open(path, "rb") as fh:
-        return fh.read()
+TRANSIENT_ERRNOS = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOMEM, errno.EAGAIN, errno.EINTR})
+"""Read failures that say nothing about the file: the process ran out of something; a retry will do."""
+
+
+def read_source(file: SourceFile, files: FilesSettings) -> tuple[bytes, os.stat_result]:
+    """Read a source file whole through the safe reader, with its kind's size cap (its own function so
+    fault tests can make one file unreadable)."""
+    limit = files.max_transcript_bytes if file.source == "sessions" else files.max_markdown_bytes
+    return read_checked(
+        file.abs_path, max_bytes=limit, allow_hard_links=files.allow_hard_links, root=file.root, shown=file.path
+    )
+
+
+def _may_skip_reading(st: os.stat_result, file: SourceFile, files: FilesSettings) -> bool:
+    """Whether the `lstat` of a file allows trusting an unchanged size and mtime without opening it:
+    a regular file within its cap and no hard link (else it is opened, and refused there)."""
+    limit = files.max_transcript_bytes if file.source == "sessions" else files.max_markdown_bytes
+    return stat.S_ISREG(st.st_mode) and st.st_size <= limit and (st.st_nlink <= 1 or files.allow_hard_links)
 
 
 def prepare(
@@ -72,6 +95,7 @@ def prepare(
     *,
     full: bool,
     max_input_bytes: int | None = None,
+    rules: FilesSettings | None = None,
     subagents: bool = False,
 ) -> Prepared:
     """Stat, read, hash and chunk one file, deciding whether its rows must change.
@@ -79,27 +103,38 @@ def prepare(
     `max_input_bytes`: the embedding provider's input limit (spec §3.4); a chunk over it is split into
     pieces within it (same lines), so a raised `chunking.tokens` never sends the provider an input it
     rejects. None (keyword-only) keeps chunks whole, as OpenClaw does without a provider.
+    `rules`: the read rules (size caps, hard links); default FilesSettings().
     `subagents`: transcripts keep sub-agent turns (`transcripts.subagents`).
     """
+    rules = rules if rules is not None else FilesSettings()
     try:
-        st = os.stat(file.abs_path)
-    except FileNotFoundError:
+        st = os.lstat(file.abs_path)
+    except (FileNotFoundError, NotADirectoryError):
         return Prepared(file, Outcome.VANISHED)
     except OSError as exc:
-        return Prepared(file, Outcome.UNREADABLE, error=exc.strerror or str(exc))
+        return Prepared(
+            file, Outcome.UNREADABLE, error=exc.strerror or str(exc), transient=exc.errno in TRANSIENT_ERRNOS
+        )
     unchanged_stat = state is not None and state.size == st.st_size and state.mtime_ns == st.st_mtime_ns
+    trusted = _may_skip_reading(st, file, rules)
     format_known = file.source != "sessions" or (state is not None and state.format is not None)
-    if not full and state is not None and unchanged_stat and format_known and not state.hash.startswith(NO_VECTORS):
+    skip = trusted and format_known and not full and state is not None and unchanged_stat
+    if skip and state is not None and not state.hash.startswith(NO_VECTORS):
         return Prepared(
             file, Outcome.UNCHANGED, hash=state.hash, mtime_ns=st.st_mtime_ns, size=st.st_size, format=state.format
         )
     try:
-        data = read_source(file.abs_path)
-    except FileNotFoundError:
+        data, st = read_source(file, rules)
+    except RefusedFileError as exc:
+        log.warning("file not indexed", path=file.path, reason=exc.reason, error=str(exc))
+        return Prepared(file, Outcome.SKIPPED, error=str(exc), reason=exc.reason)
+    except (FileNotFoundError, NotADirectoryError):
         return Prepared(file, Outcome.VANISHED)
     except OSError as exc:
         log.warning("cannot read file; keeping its indexed rows", path=file.path, error=exc.strerror)
-        return Prepared(file, Outcome.UNREADABLE, error=exc.strerror or str(exc))
+        return Prepared(
+            file, Outcome.UNREADABLE, error=exc.strerror or str(exc), transient=exc.errno in TRANSIENT_ERRNOS
+        )
     transcript = parse_transcript(data, subagents=subagents) if file.source == "sessions" else None
     digest = transcript.hash if transcript is not None else hashlib.sha256(data).hexdigest()
     bad = transcript.malformed_lines if transcript is not None else 0
@@ -142,10 +177,19 @@ def prepare_many(
     *,
     full: bool,
     max_input_bytes: int | None = None,
+    rules: FilesSettings | None = None,
     subagents: bool = False,
 ) -> list[Prepared]:
     return [
-        prepare(f, states.get(f.path), chunking, full=full, max_input_bytes=max_input_bytes, subagents=subagents)
+        prepare(
+            f,
+            states.get(f.path),
+            chunking,
+            full=full,
+            max_input_bytes=max_input_bytes,
+            rules=rules,
+            subagents=subagents,
+        )
         for f in files
     ]
 
@@ -159,6 +203,8 @@ class SyncCounts:
     deleted: int = 0
     chunks: int = 0
     unreadable: list[str] = field(default_factory=list)
+    skipped: dict[str, tuple[str, str]] = field(default_factory=dict)  # index path -> (reason, message)
+    transient: bool = False  # a file was unreadable for want of descriptors or memory: sync again soon
 
     def add(self, other: SyncCounts) -> None:
         self.indexed += other.indexed
@@ -166,6 +212,8 @@ class SyncCounts:
         self.deleted += other.deleted
         self.chunks += other.chunks
         self.unreadable.extend(other.unreadable)
+        self.skipped.update(other.skipped)
+        self.transient = self.transient or other.transient
 
 
 def write_prepared(
@@ -206,6 +254,10 @@ def write_prepared(
                 counts.indexed += 1
             elif item.outcome is Outcome.UNREADABLE:
                 counts.unreadable.append(f.path)
+                counts.transient = counts.transient or item.transient
+            elif item.outcome is Outcome.SKIPPED:
+                counts.skipped[f.path] = (item.reason, item.error)
+                counts.deleted += store.delete_files(f.source, [f.path])
             else:
                 counts.deleted += store.delete_files(f.source, [f.path])
     return counts

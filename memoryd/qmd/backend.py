@@ -86,12 +86,15 @@ class QmdBackend:
         if settings.sessions.enabled:
             raw = settings.sessions.export_dir.strip()
             export_dir = (agent.workspace / Path(raw).expanduser()) if raw else self.qmd_dir / "sessions"
+            rules = agent.settings.files
             self.exporter = SessionExporter(
                 agent.sessions_dir,
                 export_dir,
                 settings.sessions.retention_days,
                 roots=agent.session_roots,
                 subagents=agent.settings.transcripts.subagents,
+                max_bytes=rules.max_transcript_bytes,
+                allow_hard_links=rules.allow_hard_links,
             )
         self.collections = plan_collections(
             agent.id, agent.workspace, settings, extra_paths=agent.extra_paths, sessions_export_dir=export_dir

@@ -23,7 +23,9 @@ from pathlib import Path
 
 import structlog
 
+from memoryd.config.settings import DEFAULT_MAX_TRANSCRIPT_BYTES
 from memoryd.sources.discovery import list_all_session_files
+from memoryd.sources.safefile import RefusedFileError, read_checked
 from memoryd.sources.session_roots import SESSIONS_PREFIX, SessionRoot
 from memoryd.sources.transcripts import parse_transcript
 
@@ -85,6 +87,8 @@ class SessionExporter:
     roots: tuple[SessionRoot, ...] = ()
     subagents: bool = False  # transcripts.subagents
     exported: dict[str, ExportedSession] = field(default_factory=dict)  # export file name -> origin
+    max_bytes: int = DEFAULT_MAX_TRANSCRIPT_BYTES  # files.max_transcript_bytes
+    allow_hard_links: bool = False  # files.allow_hard_links
 
     def export(self, now_s: float | None = None) -> ExportReport:
         report = ExportReport()
@@ -108,7 +112,16 @@ class SessionExporter:
                 report.unchanged += 1
                 continue
             try:
-                data = source.abs_path.read_bytes()
+                data, _info = read_checked(
+                    source.abs_path,
+                    max_bytes=self.max_bytes,
+                    allow_hard_links=self.allow_hard_links,
+                    root=source.root,
+                    shown=source.path,
+                )
+            except RefusedFileError as exc:
+                log.warning("transcript refused; not exported", path=str(source.abs_path), error=str(exc))
+                continue
             except OSError as exc:
                 log.warning("transcript unreadable; not exported", path=str(source.abs_path), error=exc.strerror)
                 continue

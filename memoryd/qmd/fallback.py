@@ -95,6 +95,29 @@ class FallbackSearcher:
             await anyio.sleep(delay)
             delay = min(self.retry_max_s, delay * 2)
 
+    async def run_once(self, *, as_is: bool = False, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+        """One attempt and no retries, for a one-shot command (the CLI without a daemon): started once it
+        is known whether QMD serves; then QMD's updates run when asked (a sync, a search on a dirty
+        index), with no boot update or timers, until cancelled. `as_is` takes QMD's index as it is
+        (`--no-sync`): a search then never asks for an update first."""
+        backend = self._make_backend()
+        self.last = backend
+        try:
+            await backend.open()
+        except QmdError as exc:
+            self._fell_back(str(exc))
+            task_status.started()
+            return
+        async with anyio.create_task_group() as tg:
+            await tg.start(backend.updater.run)
+            if as_is:
+                backend.updater.dirty = False
+            self.active, self.reason = backend, None
+            task_status.started()
+            await backend.failed.wait()
+            self._fell_back(backend.failure or "QMD stopped")
+            tg.cancel_scope.cancel()
+
     def _fell_back(self, reason: str) -> None:
         self.active = None
         self.reason = reason
@@ -131,6 +154,8 @@ class FallbackSearcher:
                 backend.mark_failed(reason)
                 if self.active is backend:
                     self.active, self.reason = None, reason
+        elif backend is not None and self.active is backend:  # failed (an update) before run() noticed
+            self.active, self.reason = None, backend.failure or "QMD stopped"
         response = await self.builtin.search(request)
         return dataclasses.replace(response, fallback={"from": "qmd", "reason": self.reason or STARTING})
 

@@ -21,8 +21,9 @@ from memoryd.config import MemorySearchSettings
 from memoryd.embeddings.active import ActiveProvider
 from memoryd.embeddings.base import Vectors
 from memoryd.errors import EmbeddingError, MemorydError
+from memoryd.search.features import RankingFeatures
 from memoryd.search.fuse import Candidate
-from memoryd.search.keyword import and_terms, search_keyword, search_relaxed, total_chunks
+from memoryd.search.keyword import and_terms, search_keyword, total_chunks
 from memoryd.search.pipeline import (
     MAX_CANDIDATES,
     VECTOR_CANDIDATES,
@@ -36,6 +37,7 @@ from memoryd.search.pipeline import (
     order_single,
     to_results,
 )
+from memoryd.search.relaxed import search_relaxed
 from memoryd.search.request import SearchMode, SearchRequest, SearchResponse, corpus_sources
 from memoryd.search.rerank import Reranker, build_reranker, rerank
 from memoryd.search.timeframe import parse_timeframe
@@ -77,8 +79,10 @@ class Searcher:
         *,
         workspace: Path,
         freshness: Freshness,
+        features: RankingFeatures | None = None,
     ) -> None:
         self.settings = settings
+        self.features = features if features is not None else RankingFeatures()
         self._readers = readers
         self._active = provider
         self._workspace = workspace
@@ -185,7 +189,7 @@ class Searcher:
             # OpenClaw's vector leg: its candidate pool, and no cosine for keyword hits outside it.
             pool = candidate_pool(opts.max_results, self.settings.query.hybrid.candidate_multiplier)
             hits = VectorHits(sorted(hits.hits, key=lambda c: -c.vector_score)[:pool], hits.backend)
-        elif run == "hybrid":
+        elif run == "hybrid" and self.features.vector_completion:
             hits = VectorHits(
                 await anyio.to_thread.run_sync(self._complete, vector, hits.hits, keyword_hits), hits.backend
             )
@@ -267,7 +271,12 @@ class Searcher:
     def _keyword_leg(self, q: str, sources: Sequence[str], _opts: RankOptions) -> list[Candidate]:
         with self._readers.reader() as (conn, _vec):
             return search_relaxed(
-                conn, q, limit=MAX_CANDIDATES, sources=sources, tokenizer=self.settings.store.fts.tokenizer
+                conn,
+                q,
+                limit=MAX_CANDIDATES,
+                sources=sources,
+                tokenizer=self.settings.store.fts.tokenizer,
+                features=self.features.keyword,
             )
 
     def _openclaw_hybrid_leg(self, q: str, sources: Sequence[str], opts: RankOptions) -> list[Candidate]:

@@ -30,11 +30,18 @@ ROOT_NOTES = ("MEMORY.md", "memory.md")
 
 @dataclass(frozen=True, slots=True)
 class SourceFile:
-    """A file to index: its source, the path stored in the index, and where it is on disk."""
+    """A file to index: its source, the path stored in the index, and where it is on disk.
+
+    `root` is the folder it was found under (the workspace, an extra folder, the sessions folder):
+    readers open it from there without following any symlink (`memoryd.sources.safefile`), so a
+    folder swapped for a symlink after discovery cannot lead outside. None: only the file itself
+    is opened without following a symlink.
+    """
 
     source: SourceKind
     path: str
     abs_path: Path
+    root: Path | None = None
 
 
 def index_path(abs_path: Path, workspace: Path) -> str:
@@ -102,11 +109,13 @@ def list_memory_files(
     Paths that exist but cannot be inspected or listed (permissions, I/O errors) are appended to
     `unlisted`, so that a sync keeps the rows of the files it could not see.
     """
-    found: list[Path] = [workspace / name for name in ROOT_NOTES if _regular_file(workspace / name, unlisted)]
+    found: list[tuple[Path, Path]] = [
+        (workspace / name, workspace) for name in ROOT_NOTES if _regular_file(workspace / name, unlisted)
+    ]
     memory_dir = workspace / "memory"
     mode = _mode(memory_dir, unlisted)
     if mode is not None and stat.S_ISDIR(mode):
-        found.extend(_walk(memory_dir, unlisted))
+        found.extend((p, workspace) for p in _walk(memory_dir, unlisted))
     for extra in extra_paths:
         mode = _mode(extra, unlisted)
         if mode is None:
@@ -115,12 +124,12 @@ def list_memory_files(
             log.info("extra path is a symlink; skipped", path=str(extra))
             continue
         if stat.S_ISDIR(mode):
-            found.extend(_walk(extra, unlisted))
+            found.extend((p, extra) for p in _walk(extra, unlisted))
         elif stat.S_ISREG(mode) and _is_markdown(extra.name):
-            found.append(extra)
+            found.append((extra, extra.parent))
     seen: set[str] = set()
     result: list[SourceFile] = []
-    for path in found:
+    for path, root in found:
         try:
             real = os.path.realpath(path)
         except OSError:
@@ -128,7 +137,7 @@ def list_memory_files(
         if real in seen:
             continue
         seen.add(real)
-        result.append(SourceFile("memory", index_path(path, workspace), path))
+        result.append(SourceFile("memory", index_path(path, workspace), path, root))
     return result
 
 
@@ -150,7 +159,8 @@ def list_session_files(root: SessionRoot, *, unlisted: list[Path] | None = None)
     if not stat.S_ISDIR(mode):
         return []
     return [
-        SourceFile("sessions", root.index_path(path), path) for path in _walk(root.path, unlisted, is_transcript_name)
+        SourceFile("sessions", root.index_path(path), path, root.path)
+        for path in _walk(root.path, unlisted, is_transcript_name)
     ]
 
 
@@ -175,7 +185,19 @@ def list_all_session_files(
     return out
 
 
+MEMORY_PATH_NOTES = ("MEMORY.md", "memory.md", "DREAMS.md")
+
+
 def is_memory_path(rel: str) -> bool:
-    """OpenClaw's isMemoryPath: the root notes, DREAMS.md, or anything under memory/."""
-    normalised = rel.replace("\\", "/").lstrip("./")
-    return normalised in ("MEMORY.md", "memory.md", "DREAMS.md") or normalised.startswith("memory/")
+    """OpenClaw's isMemoryPath, by path components: a root note (MEMORY.md, memory.md, DREAMS.md) or
+    anything whose first folder is `memory`. `.` components are dropped; a `..` is never a memory path.
+
+    Upstream strips leading `.` and `/` characters and tests a prefix, so `.memory/x.md`,
+    `..memory/x.md` and `.MEMORY.md` passed as memory files; a component test does not let them.
+    """
+    parts = [part for part in rel.replace("\\", "/").split("/") if part not in ("", ".")]
+    if not parts or ".." in parts:
+        return False
+    if len(parts) == 1:
+        return parts[0] in MEMORY_PATH_NOTES
+    return parts[0] == "memory"

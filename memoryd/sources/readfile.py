@@ -4,23 +4,24 @@ Allowed: a `.md` file inside the workspace that is a memory path (MEMORY.md, mem
 DREAMS.md, memory/**), inside an extra directory, or equal to an extra `.md` file. Refused, with
 the reason: empty paths, NUL bytes, anything that normalises outside those roots, a symlink in
 any component below the root (upstream checks only the last one; #80331), non-regular files and
-other extensions. The file is opened one component at a time from the root, each folder with
+other extensions, files over the markdown size cap, hard links (unless allowed). The file is opened
+by `memoryd.sources.safefile` one component at a time from the root, each folder with
 O_DIRECTORY|O_NOFOLLOW relative to the one before (openat), so a folder swapped for a symlink
-between a check and the open cannot lead outside: no symlink is ever followed below the root.
+between a check and the open cannot lead outside: no symlink is ever followed below the root, and
+every check is made on the opened descriptor.
 """
 
 from __future__ import annotations
 
-import contextlib
-import errno
 import os
-import stat
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from memoryd.config.settings import DEFAULT_MAX_MARKDOWN_BYTES
 from memoryd.errors import AccessDeniedError, NotFoundError, SourceError
 from memoryd.sources.discovery import is_memory_path
+from memoryd.sources.safefile import open_checked
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,50 +50,6 @@ class FileSlice:
 
 def _inside(child: str, root: str) -> bool:
     return child == root or child.startswith(root.rstrip(os.sep) + os.sep)
-
-
-_DIRECTORY_FLAGS = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
-_FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
-
-
-def _refusal(at: Path, exc: OSError, shown: str) -> Exception:
-    """The error for a component that could not be opened without following a link."""
-    if isinstance(exc, FileNotFoundError):
-        return NotFoundError(f"{shown}: no such memory file")
-    if exc.errno in (errno.ELOOP, errno.ENOTDIR, errno.EMLINK):
-        with contextlib.suppress(OSError):
-            if stat.S_ISLNK(at.lstat().st_mode):
-                return AccessDeniedError(f"{at} is a symlink; memory_get does not follow symlinks")
-        if exc.errno == errno.ENOTDIR:
-            return NotFoundError(f"{shown}: no such memory file")
-        return AccessDeniedError(f"{at} is a symlink; memory_get does not follow symlinks")
-    return SourceError(f"cannot read {shown}: {exc.strerror}")
-
-
-def _open_below(root: Path, target: Path, shown: str) -> int:
-    """Open `target` for reading, walking from `root` without following any symlink on the way."""
-    try:
-        fd = os.open(root, _DIRECTORY_FLAGS & ~os.O_NOFOLLOW)
-    except OSError as exc:
-        raise _refusal(root, exc, shown) from None
-    at = root
-    try:
-        parts = target.relative_to(root).parts
-        for part in parts[:-1]:
-            at = at / part
-            try:
-                next_fd = os.open(part, _DIRECTORY_FLAGS, dir_fd=fd)
-            except OSError as exc:
-                raise _refusal(at, exc, shown) from None
-            os.close(fd)
-            fd = next_fd
-        at = at / parts[-1]
-        try:
-            return os.open(parts[-1], _FILE_FLAGS, dir_fd=fd)
-        except OSError as exc:
-            raise _refusal(at, exc, shown) from None
-    finally:
-        os.close(fd)
 
 
 def resolve_allowed(raw: str, workspace: Path, extra_paths: Sequence[Path]) -> tuple[Path, Path, str]:
@@ -134,18 +91,23 @@ def read_memory_file(
     *,
     from_line: int | None = None,
     lines: int | None = None,
+    max_bytes: int = DEFAULT_MAX_MARKDOWN_BYTES,
+    allow_hard_links: bool = False,
 ) -> FileSlice:
-    """Read `lines` lines starting at `from_line` (1-based) of an allowed memory file."""
+    """Read `lines` lines starting at `from_line` (1-based) of an allowed memory file.
+
+    The file is streamed (only the asked lines are kept); one over `max_bytes` is refused before any
+    byte of it is read, as indexing refuses it (files.max_markdown_bytes).
+    """
     target, root, shown = resolve_allowed(raw, workspace, extra_paths)
-    fd = _open_below(root, target, shown)
-    if not stat.S_ISREG(os.fstat(fd).st_mode):
-        os.close(fd)
-        raise AccessDeniedError(f"{shown} is not a regular file")
-    with os.fdopen(fd, "rb") as fh:
-        data = fh.read()
-    all_lines = data.decode("utf-8", errors="replace").split("\n")
-    total = len(all_lines)
     start = max(1, from_line or 1)
-    count = max(1, lines) if lines else total
-    picked = all_lines[start - 1 : start - 1 + count]
-    return FileSlice(path=shown, text="\n".join(picked), from_line=start, lines=len(picked), total_lines=total)
+    count = max(1, lines) if lines else None
+    try:
+        with open_checked(target, max_bytes=max_bytes, allow_hard_links=allow_hard_links, root=root, shown=shown) as f:
+            picked, total = f.line_slice(start, count)
+    except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
+        raise NotFoundError(f"{shown}: no such memory file") from None
+    except OSError as exc:
+        raise SourceError(f"cannot read {shown}: {exc.strerror or exc}") from None
+    text = "\n".join(line.decode("utf-8", errors="replace") for line in picked)
+    return FileSlice(path=shown, text=text, from_line=start, lines=len(picked), total_lines=total)

@@ -6,21 +6,21 @@ with the JSONL line it came from: `from` and `lines` count JSONL lines, so the c
 read back exactly the lines it cites (lines holding no message, such as tool calls, are left out).
 
 Same path rules as memory files: the path names a session root by its prefix (or is absolute and
-inside one), must not leave it, must be a transcript name outside ignored folders, and is opened
-one component at a time from the root without following any symlink (readfile's walk), all in
-`read_transcript_bytes`.
+inside one), must not leave it, must be a transcript name outside ignored folders, and is read by
+`memoryd.sources.safefile` from the root without following any symlink, checked on the opened
+descriptor (a regular file within `files.max_transcript_bytes`, no hard link unless allowed).
 """
 
 from __future__ import annotations
 
 import os
-import stat
 from collections.abc import Sequence
 from pathlib import Path
 
-from memoryd.errors import AccessDeniedError
+from memoryd.config.settings import DEFAULT_MAX_TRANSCRIPT_BYTES
+from memoryd.errors import AccessDeniedError, NotFoundError, SourceError
 from memoryd.sources.readfile import FileSlice
-from memoryd.sources.readfile import _open_below as open_below  # the one safe open of readfile (see its docstring)
+from memoryd.sources.safefile import read_checked
 from memoryd.sources.session_roots import SessionRoot, is_ignored, root_of, split_index_path
 from memoryd.sources.transcripts import is_transcript_name, parse_transcript
 
@@ -52,15 +52,18 @@ def resolve_transcript(raw: str, roots: Sequence[SessionRoot]) -> tuple[Path, Se
     return target, root, shown
 
 
-def read_transcript_bytes(root: Path, target: Path, shown: str) -> bytes:
-    """The bytes of a transcript below `root`, opened without following a symlink: every read of a
-    transcript for a client goes through here."""
-    fd = open_below(root, target, shown)
-    if not stat.S_ISREG(os.fstat(fd).st_mode):
-        os.close(fd)
-        raise AccessDeniedError(f"{shown} is not a regular file")
-    with os.fdopen(fd, "rb") as fh:
-        return fh.read()
+def read_transcript_bytes(root: Path, target: Path, shown: str, *, max_bytes: int, allow_hard_links: bool) -> bytes:
+    """The bytes of a transcript below `root`, read by the safe reader; NotFoundError / SourceError as a
+    client should see them (a refused file raises its RefusedFileError, an AccessDeniedError)."""
+    try:
+        data, _info = read_checked(
+            target, max_bytes=max_bytes, allow_hard_links=allow_hard_links, root=root, shown=shown
+        )
+    except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
+        raise NotFoundError(f"{shown}: no such transcript") from None
+    except OSError as exc:
+        raise SourceError(f"cannot read {shown}: {exc.strerror or exc}") from None
+    return data
 
 
 def read_transcript(
@@ -70,6 +73,8 @@ def read_transcript(
     from_line: int | None = None,
     lines: int | None = None,
     subagents: bool = False,
+    max_bytes: int = DEFAULT_MAX_TRANSCRIPT_BYTES,
+    allow_hard_links: bool = False,
 ) -> FileSlice | None:
     """The messages on JSONL lines `from_line` .. `from_line + lines - 1` of a transcript; None when `raw` is
     not a transcript path (the caller then reads it as a memory file)."""
@@ -77,7 +82,7 @@ def read_transcript(
     if resolved is None:
         return None
     target, root, shown = resolved
-    data = read_transcript_bytes(root.path, target, shown)
+    data = read_transcript_bytes(root.path, target, shown, max_bytes=max_bytes, allow_hard_links=allow_hard_links)
     transcript = parse_transcript(data, subagents=subagents)
     total = data.count(b"\n") + 1
     start = max(1, from_line or 1)

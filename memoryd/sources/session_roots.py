@@ -11,31 +11,23 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
+from memoryd.config.sessions import SESSIONS_PREFIX, SessionRoot
 from memoryd.sources.transcripts import is_transcript_name
 
+__all__ = [
+    "IGNORED_DIRS",
+    "SESSIONS_PREFIX",
+    "SessionRoot",
+    "is_ignored",
+    "located",
+    "root_of",
+    "split_index_path",
+    "transcript_index_path",
+]
+
 IGNORED_DIRS = frozenset({".git", "node_modules", ".pnpm-store", ".venv", "venv", ".tox", "__pycache__"})
-SESSIONS_PREFIX = "sessions"
-"""The prefix of the agent's own `sessions_dir` (what every transcript path was before presets)."""
-
-
-@dataclass(frozen=True, slots=True)
-class SessionRoot:
-    """A folder of transcripts and the prefix its files carry in the index."""
-
-    prefix: str
-    path: Path
-    preset: str = ""  # "" for sessions_dir, else the preset that named it (claude-code, codex, openclaw)
-
-    def index_path(self, file: Path | str) -> str:
-        """`<prefix>/<file below the root>`, forward slashes."""
-        rel = os.path.relpath(os.path.normpath(file), os.path.normpath(self.path))
-        return f"{self.prefix}/{Path(rel).as_posix()}"
-
-    def to_dict(self) -> dict[str, str]:
-        return {"prefix": self.prefix, "path": str(self.path), "preset": self.preset or "sessions_dir"}
 
 
 def is_ignored(rel_parts: Sequence[str]) -> bool:

@@ -1,4 +1,4 @@
-"""The pure parts of remote.py: wait hints, error classification, key resolution, model limits."""
+"""The pure parts of the remote providers: wait hints, error classification, key resolution, model limits."""
 
 from __future__ import annotations
 
@@ -10,16 +10,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from memoryd.embeddings.remote import (
-    RemoteSettings,
-    error_for_response,
-    header_pairs,
-    model_max_input_tokens,
-    parse_duration,
-    parse_retry_after,
-    resolve_api_key,
-    retry_hint,
-)
+from memoryd.embeddings.http_errors import error_for_response, parse_duration, parse_retry_after, retry_hint
+from memoryd.embeddings.limits import model_max_input_tokens
+from memoryd.embeddings.remote import RemoteSettings, header_pairs, resolve_api_key
 from memoryd.errors import EmbeddingAuthError, EmbeddingError, EmbeddingQuotaError, EmbeddingRateLimitError
 
 NOW = datetime(2026, 5, 1, 12, 0, 0, tzinfo=UTC)

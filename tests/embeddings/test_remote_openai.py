@@ -1,6 +1,6 @@
 """OpenAI (and OpenAI-compatible) embeddings against a loopback server speaking OpenAI's wire format.
 
-These tests also cover what every remote provider shares (remote.py): error translation, response
+These tests also cover what every remote provider shares (remote.py, http_errors.py): error translation, response
 checks, timeouts and normalisation.
 """
 

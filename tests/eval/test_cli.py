@@ -1,4 +1,4 @@
-"""`memoryd eval locomo` end to end on the tiny conversation, through the real index and search."""
+"""`memoryd eval SET PATH ...` end to end on tiny sets, through the real index and search."""
 
 from __future__ import annotations
 
@@ -21,7 +21,9 @@ NDCG_OF_TWO_BY_MRR = {0.5: 0.6309, 0.75: 0.8155, 1.0: 1.0}
 def parse(*argv: str) -> argparse.Namespace:
     top = argparse.ArgumentParser(prog="memoryd")
     cli.add_parser(top.add_subparsers(dest="command", required=True))
-    return top.parse_args(["eval", "locomo", *argv])
+    if argv and "/" in argv[0]:  # a bare path: the tiny LoCoMo file
+        argv = ("locomo", *argv)
+    return top.parse_args(["eval", *argv])
 
 
 def run(*argv: str) -> tuple[int, str, str]:
@@ -54,9 +56,8 @@ def test_keyword_mode_indexes_asks_and_scores_every_question(tiny_path: Path) ->
     assert overall["ndcg@10"] == pytest.approx((1 + single["ndcg@10"]) / 2, abs=1e-4)
     assert 0 < result["latency_ms"]["p50"] <= result["latency_ms"]["p99"]
     settings = result["settings"]
-    assert {k: settings[k] for k in ("mode", "pool", "indexes", "chunks", "k", "min_score")} == {
+    assert {k: settings[k] for k in ("mode", "indexes", "chunks", "k", "min_score")} == {
         "mode": "keyword",
-        "pool": False,
         "indexes": 1,
         "chunks": 2,
         "k": 10,
@@ -70,21 +71,22 @@ def test_without_json_it_prints_a_table(tiny_path: Path) -> None:
     code, out, _err = run(str(tiny_path), "--mode", "keyword")
     assert code == 0
     lines = out.splitlines()
-    assert lines[0].startswith("LoCoMo retrieval, keyword mode, one index per conversation (1): 2 chunks")
-    assert lines[1].split() == ["category", "n", "R@5", "R@10", "nDCG@10", "MRR"]
-    assert [line.split()[:4] for line in lines[2:6]] == [
+    assert lines[0].split()[:8] == ["set", "mode", "n", "chunks", "R@5", "R@10", "nDCG@10", "MRR"]
+    assert lines[1].split()[:5] == ["locomo", "keyword", "4", "2", "1.000"]
+    start = lines.index("LoCoMo by category (keyword): 2 chunks in 1 indexes")
+    assert [line.split()[:4] for line in lines[start + 2 : start + 5]] == [
         ["1", "multi-hop", "1", "1.000"],
         ["4", "single-hop", "2", "1.000"],
         ["5", "adversarial", "1", "1.000"],
-        ["overall", "4", "1.000", "1.000"],
     ]
-    assert "4 of 5 questions scored" in out
 
 
 def test_pool_puts_every_conversation_in_one_index(two_conversations_path: Path) -> None:
     pooled = run_json(str(two_conversations_path), "--mode", "keyword", "--pool")
     separate = run_json(str(two_conversations_path), "--mode", "keyword")
     assert (pooled["settings"]["indexes"], separate["settings"]["indexes"]) == (1, 2)
+    assert "abstention" not in pooled  # one index: no other index to ask
+    assert separate["abstention"]["asked"] == 8
     assert pooled["settings"]["chunks"] == separate["settings"]["chunks"] == 4
     assert pooled["overall"]["n"] == separate["overall"]["n"] == 8
     # Four chunks in all, every one sharing a word with every question: all come back.
@@ -97,11 +99,11 @@ def test_a_work_dir_keeps_workspaces_and_indexes_for_the_next_run(tiny_path: Pat
     work = tmp_path / "work"
     first = run_json(str(tiny_path), "--mode", "keyword", "--work-dir", str(work))
     second = run_json(str(tiny_path), "--mode", "keyword", "--work-dir", str(work))
-    assert sorted(p.name for p in (work / "conv-t1" / "sessions").iterdir()) == [
+    assert sorted(p.name for p in (work / "locomo" / "conv-t1" / "sessions").iterdir()) == [
         "session_01.jsonl",
         "session_02.jsonl",
     ]
-    assert any((work / "state").iterdir())
+    assert any((work / "locomo" / "state").iterdir())
     assert (first["overall"], first["by_category"]) == (second["overall"], second["by_category"])
 
 
@@ -117,17 +119,43 @@ def test_a_missing_dataset_is_reported_not_raised(tmp_path: Path) -> None:
     assert err.startswith("memoryd eval locomo: cannot read LoCoMo file")
 
 
+def test_several_sets_and_modes_print_one_table(tiny_path: Path, tmp_path: Path) -> None:
+    notes = tmp_path / "faq"
+    notes.mkdir()
+    (notes / "tool.md").write_text(
+        "# FAQ\n\n## How do I pick a colour?\n\nRun `tool --colour red` to make the output red.\n"
+        "\n## Where is the config?\n\nThe settings file lives in ~/.config/tool/settings.toml.\n",
+        encoding="utf-8",
+    )
+    code, out, err = run("locomo", str(tiny_path), "faq", str(notes), "--mode", "keyword,bm25")
+    assert (code, err) == (0, "")
+    rows = [line.split()[:3] for line in out.splitlines()[1:5]]
+    assert rows == [["locomo", "keyword", "4"], ["locomo", "bm25", "4"], ["faq", "keyword", "2"], ["faq", "bm25", "2"]]
+    code, out, err = run("locomo", str(tiny_path), "faq", str(notes), "--mode", "keyword", "--json")
+    runs = orjson.loads(out)["runs"]
+    assert [(r["set"], r["settings"]["mode"]) for r in runs] == [("locomo", "keyword"), ("faq", "keyword")]
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (("locomo",), "expected pairs of SET PATH"),
+        (("wiki", "x.json"), "unknown set 'wiki'"),
+        (("locomo", "a.json", "locomo", "b.json"), "each set may be named once"),
+        (("locomo", "a.json", "--mode", "fuzzy"), "unknown mode 'fuzzy'"),
+    ],
+)
+def test_bad_arguments_are_reported_not_raised(argv: tuple[str, ...], message: str) -> None:
+    code, out, err = run(*argv)
+    assert (code, out) == (1, "")
+    assert message in err
+
+
 def test_parents_add_their_options_to_the_locomo_command() -> None:
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--log-level")
     top = argparse.ArgumentParser(prog="memoryd")
     cli.add_parser(top.add_subparsers(dest="command", required=True), parents=[common])
     args = top.parse_args(["eval", "locomo", "data.json", "--log-level", "debug", "--pool"])
-    assert (args.command, args.benchmark, args.path, args.log_level, args.pool) == (
-        "eval",
-        "locomo",
-        Path("data.json"),
-        "debug",
-        True,
-    )
-    assert args.mode == "hybrid" and args.json is False and args.work_dir is None
+    assert (args.command, args.items, args.log_level, args.pool) == ("eval", ["locomo", "data.json"], "debug", True)
+    assert args.mode == "hybrid" and args.json is False and args.work_dir is None and args.ablate is False

@@ -1,4 +1,5 @@
-"""The harness drives the real engine: progress over the whole run, and the single mode switch."""
+"""The harness drives the real engine: progress over the whole run, modes, variants, the bm25 floor,
+answers as served and abstention on another index's questions."""
 
 from __future__ import annotations
 
@@ -6,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from memoryd import config
 from memoryd.eval import harness, locomo
+from memoryd.eval.dataset import EvalSet, Group, Qrel
+from memoryd.eval.harness import Mode
 from memoryd.eval.metrics import Span
 from memoryd.index.engine import Progress
-from memoryd.search.pipeline import Mode
 
 pytestmark = pytest.mark.anyio
 
@@ -20,9 +21,9 @@ async def test_progress_covers_every_transcript_of_every_index(
     tmp_path: Path,
 ) -> None:
     seen: list[Progress] = []
-    dataset = locomo.load_locomo(two_conversations_path)
+    dataset = locomo.eval_set(locomo.load_locomo(two_conversations_path))
     work = tmp_path / "w"
-    report = await harness.evaluate(dataset, mode="keyword", pool=False, work_dir=work, progress=seen.append)
+    report = await harness.evaluate(dataset, mode="keyword", work_dir=work, progress=seen.append)
     assert {p.files_total for p in seen} == {4}
     assert [p.files_done for p in seen] == sorted(p.files_done for p in seen)
     assert (seen[-1].files_done, seen[-1].chunks) == (4, 4)
@@ -30,9 +31,10 @@ async def test_progress_covers_every_transcript_of_every_index(
 
 
 async def test_chunk_spans_are_read_back_from_the_index(tiny_path: Path, tmp_path: Path) -> None:
-    await harness.evaluate(locomo.load_locomo(tiny_path), mode="keyword", pool=False, work_dir=tmp_path)
-    table = {"agents": {"conv-t1": {"workspace": str(tmp_path / "conv-t1")}}}
-    agent = config.build(table, state_dir=tmp_path / "state").agent("conv-t1")
+    tiny = locomo.eval_set(locomo.load_locomo(tiny_path))
+    await harness.evaluate(tiny, mode="keyword", work_dir=tmp_path)
+    agent = harness.agent_config(tiny.groups[0], tmp_path / "locomo", harness.DEFAULT)
+    assert agent.workspace == tmp_path / "locomo" / "conv-t1"
     assert sorted(harness.read_chunk_spans(agent.db_path), key=lambda s: s.path) == [
         Span("sessions/session_01.jsonl", 1, 5),
         Span("sessions/session_02.jsonl", 1, 5),
@@ -41,8 +43,60 @@ async def test_chunk_spans_are_read_back_from_the_index(tiny_path: Path, tmp_pat
 
 @pytest.mark.parametrize("mode", ["hybrid", "vector"])
 async def test_modes_needing_vectors_run_with_the_local_model(mode: Mode, tiny_path: Path, tmp_path: Path) -> None:
-    report = await harness.evaluate(locomo.load_locomo(tiny_path), mode=mode, pool=False, work_dir=tmp_path / "w")
+    tiny = locomo.eval_set(locomo.load_locomo(tiny_path))
+    report = await harness.evaluate(tiny, mode=mode, work_dir=tmp_path / "w")
     assert report.settings["mode"] == mode
     assert report.settings["provider"] == "local"
     assert report.overall.n == report.settings["scored"]
     assert 0.0 <= report.overall.recall_10 <= 1.0
+    assert report.served is not None and report.served.overall.n == report.overall.n
+    assert report.abstention is None  # one conversation: no other index to ask its questions
+
+
+def _group(agent_id: str, lines: list[str], question: str, evidence_line: int) -> Group:
+    rel = f"memory/{agent_id}.md"
+    return Group(
+        agent_id,
+        {rel: "\n".join(lines) + "\n"},
+        (Qrel(f"{agent_id}:q1", question, 1, frozenset({(rel, evidence_line)})),),
+    )
+
+
+def two_notes() -> EvalSet:
+    """Two one-note indexes on unrelated subjects (every line a chunk of its own is not needed)."""
+    pets = _group(
+        "pets",
+        ["# pets", "", "Rex is a golden retriever who loves the beach."],
+        "Which golden retriever loves the beach?",
+        3,
+    )
+    build = _group(
+        "build", ["# build", "", "Cargo compiles crates with rustc and caches them."], "What does Cargo cache?", 3
+    )
+    return EvalSet("notes", "Notes", (pets, build), {1: "fact"}, "0" * 64, {"questions": 2})
+
+
+async def test_bm25_mode_is_plain_fts5_over_the_same_chunks(tmp_path: Path) -> None:
+    report = await harness.evaluate(two_notes(), mode="bm25", work_dir=tmp_path)
+    assert report.settings["mode"] == "bm25"
+    assert report.settings["chunks"] == 2
+    assert (report.overall.n, report.overall.recall_5) == (2, 1.0)
+    assert report.served is None and report.abstention is None  # the floor has no threshold to serve
+
+
+async def test_abstention_asks_each_index_the_next_ones_questions(tmp_path: Path) -> None:
+    report = await harness.evaluate(two_notes(), mode="keyword", work_dir=tmp_path)
+    assert report.abstention is not None
+    # Neither note shares a content word with the other's question: both get "No matches.".
+    assert (report.abstention.asked, report.abstention.empty) == (2, 2)
+    assert report.served is not None and (report.served.empty, report.served.overall.recall_5) == (0, 1.0)
+
+
+async def test_a_variant_that_changes_the_tokenizer_gets_its_own_index(tmp_path: Path) -> None:
+    unicode61 = harness.Variant("unicode61", {"store": {"fts": {"tokenizer": "unicode61"}}})
+    reports = await harness.evaluate_set(
+        two_notes(), modes=["keyword"], variants=[harness.DEFAULT, unicode61], work_dir=tmp_path
+    )
+    assert reports[("unicode61", "keyword")].settings["fts_tokenizer"] == "unicode61"
+    assert reports[("default", "keyword")].settings["fts_tokenizer"] == "porter"
+    assert sorted(p.name for p in (tmp_path / "notes" / "state").iterdir()) == ["porter-400-80", "unicode61-400-80"]

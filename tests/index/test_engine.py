@@ -9,10 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from memoryd.config import AgentConfig
+from memoryd.config import AgentConfig, FilesSettings
 from memoryd.errors import AccessDeniedError
 from memoryd.index import sync as sync_mod
 from memoryd.index.engine import IndexEngine
+from memoryd.sources.discovery import SourceFile
 from memoryd.store import schema
 from memoryd.store.db import connect
 from memoryd.store.lock import WriterLock, WriterLockBusyError
@@ -80,8 +81,8 @@ async def test_edit_add_delete_then_resync(engine: IndexEngine, workspace: Path)
 async def test_a_no_change_resync_reads_nothing(engine: IndexEngine, monkeypatch: pytest.MonkeyPatch) -> None:
     await engine.sync("test")
 
-    def fail(path: object) -> bytes:
-        raise AssertionError(f"read {path}")
+    def fail(file: SourceFile, rules: FilesSettings) -> tuple[bytes, os.stat_result]:
+        raise AssertionError(f"read {file.path}")
 
     monkeypatch.setattr(sync_mod, "read_source", fail)
     report = await engine.sync("test")
@@ -103,10 +104,10 @@ async def test_an_unreadable_file_keeps_its_rows(
     real = sync_mod.read_source
     target = workspace / "MEMORY.md"
 
-    def flaky(path: os.PathLike[str] | str) -> bytes:
-        if Path(path) == target:
+    def flaky(file: SourceFile, rules: FilesSettings) -> tuple[bytes, os.stat_result]:
+        if file.abs_path == target:
             raise PermissionError(13, "Permission denied")
-        return real(path)
+        return real(file, rules)
 
     monkeypatch.setattr(sync_mod, "read_source", flaky)
     os.utime(target, ns=(target.stat().st_atime_ns, target.stat().st_mtime_ns + 10_000_000))

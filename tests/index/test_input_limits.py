@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from memoryd.embeddings.remote import input_limit_bytes
+from memoryd.embeddings.limits import input_limit_bytes
 from memoryd.embeddings.select import create_provider
 from memoryd.index.engine import IndexEngine
 from tests.conftest import AgentFactory, write

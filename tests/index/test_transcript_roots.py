@@ -4,6 +4,7 @@ transcripts indexed before formats existed read again once."""
 
 from __future__ import annotations
 
+import os
 import shutil
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -11,10 +12,12 @@ from pathlib import Path
 import pytest
 import structlog
 
+from memoryd.config import FilesSettings
 from memoryd.errors import AccessDeniedError, NotFoundError
 from memoryd.index import sync as sync_mod
 from memoryd.index.engine import IndexEngine
 from memoryd.sources.chunking import hash_text
+from memoryd.sources.discovery import SourceFile
 from memoryd.store.db import connect
 from tests.conftest import AgentFactory, transcript_line, write
 
@@ -171,8 +174,8 @@ async def test_transcripts_indexed_before_formats_existed_are_read_again_once(
     assert conn.execute("SELECT COUNT(*) FROM files WHERE format IS NULL").fetchone() == (1,)  # MEMORY.md
     conn.close()
 
-    def fail(path: object) -> bytes:
-        raise AssertionError(f"read {path}")
+    def fail(file: SourceFile, rules: FilesSettings) -> tuple[bytes, os.stat_result]:
+        raise AssertionError(f"read {file.path}")
 
     monkeypatch.setattr(sync_mod, "read_source", fail)
     assert (await engine.sync("test")).counts.indexed == 0  # ... and, once known, not read again

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from memoryd.search import keyword as kw
-from memoryd.search.keyword import plan_query, search_relaxed, total_chunks
+from memoryd.search import relaxed as kw
+from memoryd.search.relaxed import plan_query, search_relaxed, total_chunks
 from memoryd.sources.chunking import Chunk, hash_text
 from memoryd.store import schema
 from memoryd.store.db import connect

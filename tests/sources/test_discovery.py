@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import pytest
+
 from memoryd.sources.discovery import is_memory_path, list_all_session_files, list_memory_files, list_session_files
 from memoryd.sources.session_roots import SessionRoot
 from tests.conftest import write
@@ -99,3 +101,10 @@ def test_is_memory_path_matches_openclaw() -> None:
     assert is_memory_path("DREAMS.md")
     assert not is_memory_path("notes.md")
     assert not is_memory_path("sessions/a.jsonl")
+
+
+@pytest.mark.parametrize(
+    "rel", [".memory/x.md", "..memory/x.md", ".MEMORY.md", "..MEMORY.md", "memory/../x.md", "memoryx/a.md", "memory"]
+)
+def test_is_memory_path_tests_components_not_a_prefix(rel: str) -> None:
+    assert not is_memory_path(rel)

@@ -70,3 +70,32 @@ def test_a_directory_named_md_is_refused(workspace: Path) -> None:
     (workspace / "memory" / "dir.md").mkdir()
     with pytest.raises(AccessDeniedError, match="not a regular file"):
         read_memory_file("memory/dir.md", workspace, [])
+
+
+@pytest.mark.parametrize("raw", [".memory/x.md", "..memory/x.md", ".MEMORY.md", "memory./x.md", "./.memory/x.md"])
+def test_names_that_only_look_like_memory_paths_are_refused(workspace: Path, raw: str) -> None:
+    write(workspace / raw, "not a memory file\n")
+    with pytest.raises(AccessDeniedError, match="not a memory file"):
+        read_memory_file(raw, workspace, [])
+
+
+def test_a_file_over_the_size_cap_is_refused_before_it_is_read(workspace: Path) -> None:
+    giant = workspace / "memory" / "x.md"
+    with open(giant, "wb") as fh:
+        fh.truncate(2 * 1024**3)
+    with pytest.raises(AccessDeniedError, match="over the 10,485,760-byte limit"):
+        read_memory_file("memory/x.md", workspace, [], lines=1)
+
+
+def test_only_the_asked_lines_are_returned_with_the_total(workspace: Path) -> None:
+    write(workspace / "memory" / "long.md", "".join(f"line {i}\n" for i in range(1, 50_001)))
+    sl = read_memory_file("memory/long.md", workspace, [], from_line=40_000, lines=2)
+    assert sl.text == "line 40000\nline 40001" and sl.total_lines == 50_001 and sl.lines == 2
+
+
+def test_a_hard_link_is_refused_unless_allowed(workspace: Path, tmp_path: Path) -> None:
+    write(tmp_path / "outside.md", "outside the roots\n")
+    os.link(tmp_path / "outside.md", workspace / "memory" / "hard.md")
+    with pytest.raises(AccessDeniedError, match="hard link"):
+        read_memory_file("memory/hard.md", workspace, [])
+    assert read_memory_file("memory/hard.md", workspace, [], allow_hard_links=True).text == "outside the roots\n"

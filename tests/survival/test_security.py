@@ -85,6 +85,11 @@ def layout(root: Path) -> None:
     (root / "vault-link").symlink_to(outside, target_is_directory=True)
     (root / "alpha" / "memory" / "dangling.md").symlink_to(root / "nowhere.md")
     os.mkfifo(root / "alpha" / "memory" / "fifo.md")
+    # Names that only look like memory paths (a prefix test let them through), and a hard link out.
+    for lookalike in (".memory/x.md", "..memory/x.md", ".MEMORY.md", "..MEMORY.md"):
+        write(root / "alpha" / lookalike, f"{CANARY}\n")
+    write(outside / "hard.md", f"{CANARY}\n")
+    os.link(outside / "hard.md", root / "alpha" / "memory" / "hard.md")
 
 
 def escape_paths(root: Path) -> list[str]:
@@ -123,6 +128,13 @@ def escape_paths(root: Path) -> list[str]:
         "memory/nested/up/memory/a.txt",
         "memory/dangling.md",
         "memory/fifo.md",
+        ".memory/x.md",
+        "..memory/x.md",
+        ".MEMORY.md",
+        "..MEMORY.md",
+        "./.memory/x.md",
+        str(ws / ".memory" / "x.md"),
+        "memory/hard.md",
         str(root / "vault" / "v-link.md"),
         "../vault/v-link.md",
         str(root / "vault-link" / "canary.md"),

@@ -1,0 +1,5 @@
+"""The exit codes of every command: 0 success, 1 a clear error on stderr, 2 bad configuration."""
+
+EXIT_OK = 0
+EXIT_ERROR = 1
+EXIT_USAGE = 2

@@ -1,0 +1,101 @@
+"""The `memoryd` argument parser: argparse only, so `memoryd --help` starts in a blink.
+
+Nothing here may import a command's implementation. `eval`'s options are registered by
+`memoryd.eval.cli.add_parser`, a module that imports the whole evaluation harness; so it is asked
+only when the command line runs `eval` (or a caller wants every option, as the docs test does), and
+everywhere else `eval` is listed by name and help alone.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+from pathlib import Path
+
+from memoryd import __version__
+
+EVAL_HELP = "measure retrieval quality on public dev sets"
+
+
+def _common() -> argparse.ArgumentParser:
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--config", type=Path, help="config file (default: $XDG_CONFIG_HOME/memoryd/config.toml)")
+    common.add_argument("--agent", help="agent id (default: the only enabled agent; required when there are several)")
+    common.add_argument(
+        "--workspace", type=Path, help="an ad-hoc agent rooted at PATH (transcripts from PATH/sessions)"
+    )
+    common.add_argument("--state-dir", type=Path, help="where databases live (default: $XDG_STATE_HOME/memoryd)")
+    common.add_argument("--log-level", default=None, help="debug, info, warning, error (default: warning)")
+    common.add_argument(
+        "--socket", type=Path, help="the daemon's socket (default: $XDG_RUNTIME_DIR/memoryd/memoryd.sock)"
+    )
+    return common
+
+
+def command_of(argv: Sequence[str]) -> str | None:
+    """The subcommand `argv` names: its first word that is not an option (the top level has no valued options)."""
+    return next((a for a in argv if not a.startswith("-")), None)
+
+
+def build_parser(*, with_eval: bool = True) -> argparse.ArgumentParser:
+    """The full parser; `with_eval=False` lists `eval` without importing its module (and its harness)."""
+    common = _common()
+    parser = argparse.ArgumentParser(prog="memoryd", description="Long-term memory search for AI agents.")
+    parser.add_argument("--version", action="version", version=f"memoryd {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    p = sub.add_parser("serve", parents=[common], help="run the daemon in the foreground (for systemd/launchd)")
+    p.add_argument("--log-format", choices=["console", "json"], help="log format (default from config: console)")
+
+    p = sub.add_parser("mcp", parents=[common], help="MCP over stdio for Claude and other clients (via the daemon)")
+    p.add_argument("--standalone", action="store_true", help="serve in this process instead of through the daemon")
+
+    for name, what in (("index", "bring the index up to date"), ("sync", "sync now (the same as index)")):
+        p = sub.add_parser(name, parents=[common], help=f"{what} (--force: full rebuild)")
+        p.add_argument("--force", action="store_true", help="rebuild everything into a new database and swap it in")
+        p.add_argument("--json", action="store_true", help="print the sync report as JSON")
+
+    p = sub.add_parser("search", parents=[common], help="search memory")
+    p.add_argument("query", nargs="?", help="what to look for")
+    p.add_argument("--query", dest="query_opt", help="the query (wins over the positional one)")
+    p.add_argument("--max-results", type=int, help="at most N results (default from config: 6)")
+    p.add_argument("--min-score", type=float, help="drop results scoring below X (default from config: 0.35)")
+    p.add_argument("--corpus", choices=["memory", "sessions", "all"], default="all", help="which sources to search")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.add_argument("--no-sync", action="store_true", help="search the index as it is, without a delta sync first")
+
+    p = sub.add_parser("get", parents=[common], help="print lines of a memory file")
+    p.add_argument("path", help="workspace-relative path, e.g. memory/2026-01-05.md")
+    p.add_argument("--from", dest="from_line", type=int, help="first line (1-based)")
+    p.add_argument("--lines", type=int, help="number of lines")
+    p.add_argument("--json", action="store_true", help="print JSON")
+
+    p = sub.add_parser("status", parents=[common], help="show index status")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.add_argument("--deep", action="store_true", help="also probe the vector store and embeddings")
+
+    p = sub.add_parser("install-service", parents=[common], help="install and start memoryd as a user service")
+    p.add_argument("--force", action="store_true", help="overwrite a unit/plist you edited")
+    p.add_argument("--no-enable", action="store_true", help="write the files but do not enable or start the service")
+    p.add_argument(
+        "--socket-activation",
+        action="store_true",
+        help="systemd: also install memoryd.socket (clients connect before the daemon runs and while it restarts)",
+    )
+
+    p = sub.add_parser("uninstall-service", parents=[common], help="stop and remove the user service")
+    p.add_argument("--force", action="store_true", help="remove a unit/plist you edited")
+
+    if with_eval:
+        from memoryd.eval import cli as eval_cli
+
+        eval_cli.add_parser(sub, parents=[common])
+    else:
+        sub.add_parser("eval", help=EVAL_HELP)
+
+    p = sub.add_parser("model", parents=[common], help="the local embedding model")
+    p.add_argument("action", choices=["pull"], help="pull: locate or download (and prepare) the model now")
+
+    p = sub.add_parser("config", parents=[common], help="inspect configuration")
+    p.add_argument("action", choices=["show"], help="show: print the effective config")
+    return parser

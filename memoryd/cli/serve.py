@@ -1,0 +1,57 @@
+"""`memoryd serve` (the daemon in the foreground) and `memoryd mcp` (MCP over stdio)."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+from pathlib import Path
+from typing import TextIO
+
+import anyio
+
+from memoryd import daemon
+from memoryd import logging as logs
+from memoryd.cli.agents import choose
+from memoryd.cli.exits import EXIT_OK
+from memoryd.cli.link import daemon_answers, socket_path, start_daemon
+from memoryd.config import Config
+from memoryd.daemon import DaemonService
+from memoryd.index.supervisor import Supervisor
+from memoryd.index.watcher import Watcher
+from memoryd.server.stdio import run_bridge, serve_stdio
+
+
+def serve(args: argparse.Namespace, cfg: Config, out: TextIO) -> int:
+    d = cfg.daemon
+    stream: TextIO | None = None
+    if d.log_file:
+        log_path = Path(d.log_file).expanduser()
+        log_path.parent.mkdir(parents=True, exist_ok=True)
+        stream = log_path.open("a", encoding="utf-8")
+    logs.configure(args.log_level or d.log_level, args.log_format or d.log_format, stream)
+    return daemon.run(cfg, config_path=args.config, socket_path=args.socket)
+
+
+def mcp(args: argparse.Namespace, cfg: Config, out: TextIO) -> int:
+    logs.configure(args.log_level or "warning")
+    agent = choose(args, cfg)
+    if args.standalone or args.workspace is not None:
+        solo = dataclasses.replace(cfg, agents={agent.id: agent})
+        anyio.run(_standalone, solo, agent.id)
+        return EXIT_OK
+    path = socket_path(args, cfg)
+    if not daemon_answers(path):
+        start_daemon(args, path)
+    anyio.run(run_bridge, path, agent.id)
+    return EXIT_OK
+
+
+async def _standalone(cfg: Config, agent_id: str) -> None:
+    supervisor = Supervisor(cfg)
+    service = DaemonService(supervisor)
+    watcher = Watcher(lambda: list(supervisor.actors.values()))
+    async with anyio.create_task_group() as tg:
+        await tg.start(supervisor.run)
+        await tg.start(watcher.run)
+        await serve_stdio(service, agent_id)
+        tg.cancel_scope.cancel()

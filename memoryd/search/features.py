@@ -1,0 +1,32 @@
+"""Switches for the ranking's heuristics, so each can be measured off (the eval's ablation table).
+
+Not configuration: users get the defaults, which stay on only while every dev set measures them as
+helping (issue 14's rule: no set hurt by more than 0.005 R@5, the mean helped). The eval harness
+builds searchers with one feature off at a time; the daemon always runs `RankingFeatures()`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True, slots=True)
+class KeywordFeatures:
+    """The relaxed keyword leg's parts on top of bm25 over an OR of the question's words."""
+
+    stop_words: bool = True
+    """Drop stop words and filler verbs from the query (off: every token is a term)."""
+    coverage: bool = True
+    """Weight bm25 by the share of the query's information a chunk covers, and score keyword-only
+    answers by it (off: bm25 alone, mapped r/(1+r))."""
+    proximity: bool = True
+    """Reward chunks that keep the query's adjacent word pairs together."""
+    df_caps: bool = True
+    """Leave very common words out of the OR (off: every word is searched, whatever it costs)."""
+
+
+@dataclass(frozen=True, slots=True)
+class RankingFeatures:
+    keyword: KeywordFeatures = field(default_factory=KeywordFeatures)
+    vector_completion: bool = True
+    """Give keyword hits outside the vector leg's pool their exact cosine (off: they fuse with 0)."""

@@ -1,0 +1,313 @@
+"""memoryd's keyword leg: bm25 over an OR of a question's content words, plus coverage and proximity.
+
+Natural questions rarely have every word in one chunk (an AND of every token matches nothing for
+92% of LoCoMo questions), so this leg ranks bm25 over an OR of the content words (stop words
+removed), adds the CJK n-gram side index, and rewards chunks that cover more of the query's
+information and keep its word pairs together. Very common words are left out of the OR (FTS5 scores
+every matching row before LIMIT, ~1 us per row): they still count towards coverage, but never make a
+query scan most of the index. Each of these features can be switched off (`KeywordFeatures`) so the
+eval's ablation can measure what it is worth.
+
+Queries are built only from quoted tokens (never raw user syntax), so no input can make MATCH fail.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import re
+import unicodedata
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import apsw
+
+from memoryd.config import FtsTokenizer
+from memoryd.search.expand import extract_keywords, is_stop_word, query_tokens
+from memoryd.search.features import KeywordFeatures
+from memoryd.search.fuse import Candidate
+from memoryd.search.keyword import fts_rows, quote_term, total_chunks
+from memoryd.search.scoring import bm25_rank_to_score
+from memoryd.store import schema
+from memoryd.store.db import translated
+from memoryd.store.ngrams import has_cjk, query_ngrams
+
+__all__ = ["QueryPlan", "capped_df", "plan_query", "search_relaxed", "total_chunks"]
+
+ALL_SOURCES = frozenset({"memory", "sessions"})
+MAX_DF_SHARE = 0.1
+"""A word in more than this share of the chunks is too common to be worth ranking over."""
+MIN_DF_CAP = 2000
+"""...but below this many matching chunks any word is cheap enough to keep."""
+ROW_BUDGET = 20_000
+"""Words are kept rarest first while their matching rows add up to at most this (the rarest always)."""
+RECENT_WINDOW = 5000
+"""When every word is too common, bm25 ranks only the newest this many chunks."""
+COVERAGE_FLOOR = 0.5
+"""bm25 is multiplied by COVERAGE_FLOOR + (1 - COVERAGE_FLOOR) x coverage."""
+PHRASE_GAIN = 0.5
+"""...and by 1 + PHRASE_GAIN x the share of the query's adjacent word pairs found adjacent."""
+COVERAGE_WEIGHT = 0.5
+"""Keyword-only score = COVERAGE_WEIGHT x coverage + (1 - COVERAGE_WEIGHT) x bm25 score."""
+# Conversational verbs that say how a memory was made, not what it is about.
+_FILLER_VERBS = """
+    say says said tell tells told talk talked talking discuss discussed discussing mention mentioned
+    remember remembered recall know knew think thought
+"""
+_EXTRA_STOP_WORDS = frozenset(_FILLER_VERBS.split())
+# What may follow a coverage stem inside a word: "item5" must not match "item50".
+_ENDINGS = frozenset({"", "s", "es", "ed", "d", "e", "er", "ers", "ing", "ings", "ies", "y", "ly"})
+_COMBINING_RE = re.compile("[\u0300-\u036f\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff\ufe20-\ufe2f\u064b-\u065f]")
+
+
+@dataclass(frozen=True, slots=True)
+class QueryPlan:
+    """What the relaxed leg looks for: `words` in the main FTS table, `ngrams` in the CJK side
+    index, and `units` (the query's content words and CJK words) for coverage."""
+
+    words: tuple[str, ...]
+    ngrams: tuple[str, ...]
+    units: tuple[str, ...]
+    pairs: tuple[tuple[str, str], ...]
+
+
+def plan_query(query: str, tokenizer: FtsTokenizer = "unicode61", *, stop_words: bool = True) -> QueryPlan:
+    """Split a question into the terms of the relaxed leg (stop words and filler verbs removed,
+    unless `stop_words` is off)."""
+    if stop_words:
+        keywords = [k for k in extract_keywords(query, tokenizer) if k not in _EXTRA_STOP_WORDS]
+    else:
+        keywords = list(dict.fromkeys(t.lower() for t in query_tokens(query)))
+    words = [k for k in keywords if not has_cjk(k)]
+    cjk = [k for k in keywords if has_cjk(k)]
+    for token in query_tokens(query.lower()):
+        if has_cjk(token):  # Latin parts glued to CJK ("API接口") that expansion drops
+            words.extend(p for p in query_ngrams(token) if not has_cjk(p) and _is_content_word(p))
+    multi = [k for k in cjk if len(k) > 1]
+    cjk_units = multi or cjk
+    ngrams = [g for unit in cjk_units for g in query_ngrams(unit)]
+    words = list(dict.fromkeys(words))
+    if tokenizer == "trigram":
+        words = [w for w in words if len(w) >= 3]
+    pairs = tuple(itertools.pairwise(words))
+    return QueryPlan(
+        words=tuple(words),
+        ngrams=tuple(dict.fromkeys(ngrams + words)),
+        units=tuple(dict.fromkeys(words + cjk_units)),
+        pairs=pairs,
+    )
+
+
+def _is_content_word(word: str) -> bool:
+    return len(word) >= 3 and not word.isdecimal() and not is_stop_word(word) and word not in _EXTRA_STOP_WORDS
+
+
+def capped_df(conn: apsw.Connection, table: str, term: str, cap: int) -> int:
+    """How many chunks contain `term`, counting no further than `cap` (cheap even for common words)."""
+    with translated("keyword statistics"):
+        row = conn.execute(
+            f"SELECT COUNT(*) FROM (SELECT rowid FROM {table} WHERE {table} MATCH ? LIMIT ?)", (quote_term(term), cap)
+        ).fetchone()
+    return int(row[0]) if row else 0
+
+
+def search_relaxed(
+    conn: apsw.Connection,
+    query: str,
+    *,
+    limit: int,
+    sources: Sequence[str],
+    tokenizer: FtsTokenizer,
+    features: KeywordFeatures | None = None,
+) -> list[Candidate]:
+    """Chunks matching any content word of `query`, best first.
+
+    `text_score` is OpenClaw's bm25 mapping of the coverage-weighted bm25 (so weighted fusion stays
+    comparable); `score` is the keyword-only score: coverage and bm25 in equal parts, in [0, 1].
+    `snippet` holds the whole chunk text; callers cut it at the end of the pipeline.
+    """
+    features = features if features is not None else KeywordFeatures()
+    plan = plan_query(query, tokenizer, stop_words=features.stop_words)
+    if not plan.units or limit <= 0:
+        return []
+    total = max(total_chunks(conn), 1)
+    cap = max(MIN_DF_CAP, int(MAX_DF_SHARE * total)) if features.df_caps else total + 1
+    budget = ROW_BUDGET if features.df_caps else math.inf
+    main_df = {w: capped_df(conn, "chunks_fts", w, cap) for w in plan.words}
+    side_df: dict[str, int] = {}
+    if fts_rows(conn, schema.CJK_TABLE) != 0:  # no CJK text anywhere: nothing to look up
+        side_df = {g: capped_df(conn, schema.CJK_TABLE, g, cap) for g in plan.ngrams}
+    ranks: dict[int, float] = {}
+    _accumulate(ranks, _ranked(conn, "chunks_fts", main_df, cap=cap, budget=budget, limit=limit, sources=sources))
+    _accumulate(ranks, _ranked(conn, schema.CJK_TABLE, side_df, cap=cap, budget=budget, limit=limit, sources=sources))
+    if not ranks:
+        return []
+    best = sorted(ranks, key=lambda n: (-ranks[n], n))[:limit]
+    idf = _unit_idf(plan, main_df, side_df, total)
+    return _score(conn, best, ranks, plan, idf, features=features)
+
+
+def _accumulate(ranks: dict[int, float], found: Iterable[tuple[int, float]]) -> None:
+    for n, relevance in found:
+        ranks[n] = ranks.get(n, 0.0) + relevance
+
+
+def _ranked(
+    conn: apsw.Connection,
+    table: str,
+    df: dict[str, int],
+    *,
+    cap: int,
+    budget: float,
+    limit: int,
+    sources: Sequence[str],
+) -> list[tuple[int, float]]:
+    """(rowid, -bm25) of the best `limit` rows of `table` for the affordable terms of `df`."""
+    present = sorted((count, term) for term, count in df.items() if count > 0)
+    if not present:
+        return []
+    kept: list[str] = []
+    rows = 0
+    for count, term in present:
+        if count >= cap or (kept and rows + count > budget):
+            break
+        kept.append(term)
+        rows += count
+    window = ""
+    if not kept:  # every term is in a large share of the index: rank the newest chunks only
+        kept = [term for _count, term in present]
+        window = f" AND {table}.rowid > (SELECT COALESCE(MAX(n), 0) FROM chunks) - {RECENT_WINDOW}"
+    match = " OR ".join(quote_term(term) for term in kept)
+    if set(sources) >= ALL_SOURCES:
+        sql = (
+            f"SELECT rowid, bm25({table}) AS r FROM {table} WHERE {table} MATCH ?{window} "
+            "ORDER BY r ASC, rowid ASC LIMIT ?"
+        )
+        params: list[object] = [match, limit]
+    else:
+        marks = ",".join("?" * len(sources))
+        sql = (
+            f"SELECT {table}.rowid, bm25({table}) AS r FROM {table} JOIN chunks c ON c.n = {table}.rowid "
+            f"WHERE {table} MATCH ?{window} AND c.source IN ({marks}) ORDER BY r ASC, {table}.rowid ASC LIMIT ?"
+        )
+        params = [match, *sources, limit]
+    with translated("keyword search"):
+        found: list[Any] = conn.execute(sql, params).fetchall()
+    return [(int(n), max(0.0, -float(r))) for n, r in found if math.isfinite(float(r))]
+
+
+def _idf(df: int, total: int) -> float:
+    """Lucene's always-positive bm25 idf (FTS5's clamps to ~0 for words in half the chunks)."""
+    return math.log(1 + (total - df + 0.5) / (df + 0.5))
+
+
+def _unit_idf(plan: QueryPlan, main_df: dict[str, int], side_df: dict[str, int], total: int) -> dict[str, float]:
+    """Weights of the coverage units. A CJK pair found nowhere is dropped (it is usually a pair that
+    straddles two words of the question); a missing Latin word is a real miss and weighs the most."""
+    weights: dict[str, float] = {}
+    for unit in plan.units:
+        if has_cjk(unit):
+            counts = [side_df.get(g, 0) for g in query_ngrams(unit) if has_cjk(g)]
+            if counts and min(counts) > 0:
+                weights[unit] = _idf(min(counts), total)
+        else:
+            weights[unit] = _idf(main_df.get(unit, 0) + side_df.get(unit, 0), total)
+    return weights
+
+
+def _fold(text: str) -> str:
+    """Lowercase without diacritics, as unicode61 remove_diacritics folds it."""
+    lower = text.lower()
+    if lower.isascii():
+        return lower
+    return _COMBINING_RE.sub("", unicodedata.normalize("NFKD", lower))
+
+
+def _stem(unit: str) -> str:
+    """What a coverage unit is looked for as: folded, and for spaced scripts lightly stemmed
+    ("meetings" finds "meeting", "hiking" finds "hik…")."""
+    folded = _fold(unit)
+    if has_cjk(folded):
+        return folded
+    for suffix in ("ing", "ies", "es", "ed", "s"):
+        if len(folded) - len(suffix) >= 4 and folded.endswith(suffix):
+            return folded[: -len(suffix)]
+    return folded
+
+
+def _starts_word(text: str, index: int) -> bool:
+    """Whether `index` starts a word: the previous character is not a letter or digit of a spaced
+    script (CJK characters count as boundaries: "API" starts a word in "和API接口")."""
+    if index == 0:
+        return True
+    before = text[index - 1]
+    return not (before.isalnum() or before == "_") or has_cjk(before)
+
+
+def _contains(text: str, stem: str) -> bool:
+    """`stem` as a word of `text`, or as a word with a common ending ("meet" in "meetings"); CJK:
+    anywhere. str.find, then boundary checks: a regex with a leading lookbehind cannot skip ahead
+    and was 20x slower here."""
+    cjk = has_cjk(stem)
+    index = text.find(stem)
+    while index >= 0:
+        if cjk:
+            return True
+        end = index + len(stem)
+        rest = end
+        while rest < len(text) and (text[rest].isalnum() or text[rest] == "_") and not has_cjk(text[rest]):
+            rest += 1
+        if _starts_word(text, index) and text[end:rest] in _ENDINGS:
+            return True
+        index = text.find(stem, index + 1)
+    return False
+
+
+def _has_phrase(text: str, pattern: re.Pattern[str]) -> bool:
+    return any(_starts_word(text, match.start()) for match in pattern.finditer(text))
+
+
+def _score(
+    conn: apsw.Connection,
+    best: list[int],
+    ranks: dict[int, float],
+    plan: QueryPlan,
+    idf: dict[str, float],
+    *,
+    features: KeywordFeatures,
+) -> list[Candidate]:
+    with translated("reading keyword hits"):
+        rows: list[Any] = conn.execute(
+            "SELECT n, id, path, source, start_line, end_line, text, ts FROM chunks "
+            f"WHERE n IN ({','.join(str(n) for n in best)})"
+        ).fetchall()
+    stems = {unit: _stem(unit) for unit in idf}
+    pairs = plan.pairs if features.proximity else ()
+    pair_patterns = [re.compile(re.escape(_fold(a)) + r"\W+" + re.escape(_fold(b)) + r"\b") for a, b in pairs]
+    weight_total = sum(idf.values())
+    out: list[Candidate] = []
+    for n, cid, path, source, start, end, text, ts in rows:
+        folded = _fold(str(text))
+        matched = sum(w for unit, w in idf.items() if _contains(folded, stems[unit]))
+        coverage = matched / weight_total if weight_total > 0 else 1.0
+        phrase = sum(1 for p in pair_patterns if _has_phrase(folded, p)) / len(pair_patterns) if pair_patterns else 0.0
+        weight = COVERAGE_FLOOR + (1 - COVERAGE_FLOOR) * coverage if features.coverage else 1.0
+        relevance = ranks[int(n)] * weight * (1 + PHRASE_GAIN * phrase)
+        text_score = bm25_rank_to_score(-relevance)
+        score = COVERAGE_WEIGHT * coverage + (1 - COVERAGE_WEIGHT) * text_score if features.coverage else text_score
+        out.append(
+            Candidate(
+                id=str(cid),
+                path=str(path),
+                source=str(source),
+                start_line=int(start),
+                end_line=int(end),
+                snippet=str(text),
+                text_score=text_score,
+                score=score,
+                ts_ms=int(ts),
+            )
+        )
+    out.sort(key=lambda c: (-c.score, c.path, c.start_line, c.end_line, c.source, c.id))
+    return out
