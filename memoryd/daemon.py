@@ -1,9 +1,11 @@
 """`memoryd serve`: the per-user daemon.
 
-Start-up order matters: the socket is claimed first (a second daemon finds the live one and
-exits before it touches any database), then the supervisor starts the agents' actors, then the
-watcher. SIGTERM/SIGINT shut down cleanly (in-flight writes finish in their threads and commit
-or roll back); SIGHUP reloads the configuration and adds, removes or restarts agents.
+Start-up order matters: the state directory is claimed first (a lock held for the daemon's
+lifetime: a second daemon names the live one and exits before it touches anything), then the
+socket, whose location is then recorded in the state directory for clients of any environment,
+then the supervisor starts the agents' actors, then the watcher. SIGTERM/SIGINT shut down
+cleanly (in-flight writes finish in their threads and commit or roll back); SIGHUP reloads
+the configuration and adds, removes or restarts agents.
 """
 
 from __future__ import annotations
@@ -24,11 +26,12 @@ from memoryd import config as config_mod
 from memoryd import heap, paths
 from memoryd.config import Config
 from memoryd.embeddings.select import ProviderPool
-from memoryd.errors import ConfigError, MemorydError, first_error
+from memoryd.errors import ConfigError, MemorydError, describe, first_error
 from memoryd.index.actor import AgentIndex, ProviderFactory
 from memoryd.index.discover import transcript_event_path
 from memoryd.index.supervisor import Supervisor
 from memoryd.index.watcher import Watcher
+from memoryd.runtime.claim import StateClaim, claim_state_dir
 from memoryd.server.service import Corpus
 from memoryd.server.unix import serve_unix
 from memoryd.service.activation import inherited_unix_listener
@@ -126,9 +129,16 @@ async def serve(
     socket_path: Path | None = None,
     provider_factory: ProviderFactory | None = None,
     listener: socket.socket | None = None,
+    claim: StateClaim | None = None,
     task_status: TaskStatus[Path] = anyio.TASK_STATUS_IGNORED,
 ) -> None:
-    """Run the daemon until SIGTERM/SIGINT (or cancellation); `listener` is systemd's socket, if any."""
+    """Run the daemon until SIGTERM/SIGINT (or cancellation); `listener` is systemd's socket, if any.
+
+    `claim` is the state directory's lock, taken by `run` before anything else; without one it is
+    taken here (DaemonRunningError when another daemon holds it) and released on the way out.
+    """
+    own_claim = claim is None
+    held: StateClaim = await anyio.to_thread.run_sync(claim_state_dir, cfg.state_dir) if claim is None else claim
     path = socket_path or cfg.socket
     pool = ProviderPool(cache_dir=paths.cache_dir())
     supervisor = Supervisor(cfg, provider_factory=provider_factory or pool.select, fallback_factory=pool.fallback)
@@ -155,11 +165,15 @@ async def serve(
                 reload=reload,
                 max_line_bytes=cfg.daemon.max_line_bytes,
                 listener=listener,
+                claim=held,
+                log_file=cfg.daemon.log_file or None,
             )
             task_status.started(path)
     finally:
         with anyio.CancelScope(shield=True):
             await pool.aclose()
+        if own_claim:
+            held.release()
 
 
 async def _run_services(
@@ -172,11 +186,15 @@ async def _run_services(
     reload: Callable[[], Awaitable[None]],
     max_line_bytes: int,
     listener: socket.socket | None,
+    claim: StateClaim,
+    log_file: str | None,
 ) -> None:
-    """Start everything in order: socket first (a second daemon exits here), then agents, then the watcher."""
+    """Start everything in order: socket first (recorded at once, so clients find it), then agents,
+    then the watcher."""
     path = await tg.start(
         functools.partial(serve_unix, max_line_bytes=max_line_bytes, inherited=listener), service, path
     )
+    await anyio.to_thread.run_sync(functools.partial(claim.publish, path, log_file=log_file))
     await tg.start(_signals, tg.cancel_scope.cancel, reload)
     await tg.start(supervisor.run)
     await tg.start(watcher.run)
@@ -205,16 +223,22 @@ def prepare_workspaces(cfg: Config) -> None:
 
 
 def run(cfg: Config, *, config_path: Path | None = None, socket_path: Path | None = None) -> int:
-    """Blocking entry point for the CLI; adopts the listening socket systemd passed, if it passed one."""
+    """Blocking entry point for the CLI; adopts the listening socket systemd passed, if it passed one.
+
+    Raises DaemonRunningError (before touching anything) when another daemon holds the state directory.
+    """
     heap.limit_arenas()  # before any thread exists: see memoryd.heap
+    claim = claim_state_dir(cfg.state_dir)
     try:
         prepare_workspaces(cfg)
         listener = inherited_unix_listener()
-        anyio.run(lambda: serve(cfg, config_path=config_path, socket_path=socket_path, listener=listener))
+        anyio.run(lambda: serve(cfg, config_path=config_path, socket_path=socket_path, listener=listener, claim=claim))
     except (MemorydError, BaseExceptionGroup) as exc:
         inner = first_error(exc)
         if not isinstance(inner, MemorydError):
             raise
-        log.error("memoryd cannot start", error=str(inner))  # noqa: TRY400
+        log.error("memoryd cannot start", error=describe(inner))  # noqa: TRY400
         return 1
+    finally:
+        claim.release()
     return 0

@@ -16,8 +16,11 @@ JSON-RPC errors. Anything else reaching an edge is a bug and is logged as one.
     ├── EmbeddingError           an embedding provider failed
     │   ├── EmbeddingAuthError     bad or missing API key: never retried
     │   ├── EmbeddingQuotaError    the account's quota is used up: never retried
-    │   └── EmbeddingRateLimitError  429 / overload: retried with backoff (retry_after in seconds)
+    │   ├── EmbeddingRateLimitError  429 / overload: retried with backoff (retry_after in seconds)
+    │   └── EmbeddingInputTooLargeError  the request was refused as too large (a media file is skipped)
     ├── DaemonError              the daemon could not be reached or started
+    │   ├── DaemonRunningError     another daemon holds the state directory (a second `serve` exits)
+    │   └── NotPrivateError        a directory, socket, record or listener that must be this user's alone is not
     ├── ProtocolError            a malformed request from a client
     └── QmdError (memoryd.qmd.errors)  the QMD backend failed: missing binary, timeout, exit, bad output
 """
@@ -81,8 +84,21 @@ class EmbeddingRateLimitError(EmbeddingError):
         self.retry_after = retry_after
 
 
+class EmbeddingInputTooLargeError(EmbeddingError):
+    """The provider refused an input as too large (413, payload or token limit); retrying cannot help."""
+
+
 class DaemonError(MemorydError):
     """The daemon could not be reached or started."""
+
+
+class DaemonRunningError(DaemonError):
+    """Another memoryd daemon holds the state directory; the message names its pid and socket."""
+
+
+class NotPrivateError(DaemonError):
+    """Something that must be this user's alone is not (the socket or state directory, the socket, the
+    daemon record, the process listening): refused, and the message says why."""
 
 
 class ProtocolError(MemorydError):
@@ -94,6 +110,16 @@ def first_error(exc: BaseException) -> BaseException:
     while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
         exc = exc.exceptions[0]
     return exc
+
+
+def describe(exc: BaseException) -> str:
+    """What went wrong, in the words of the error that really happened: never the text of the
+    exception group a task group wrapped it in ("unhandled errors in a TaskGroup")."""
+    inner = first_error(exc)
+    text = str(inner).strip()
+    if isinstance(inner, MemorydError):
+        return text or type(inner).__name__
+    return f"{type(inner).__name__}: {text}" if text else type(inner).__name__
 
 
 class RerankError(MemorydError):

@@ -8,66 +8,40 @@ hooks and scripts take on every prompt.
 from __future__ import annotations
 
 import argparse
-import socket
-import subprocess
-import sys
-import time
 from pathlib import Path
 from typing import Any
 
-from memoryd import paths
 from memoryd.cli.rpc import DaemonClient
 from memoryd.config import Config
 from memoryd.errors import DaemonError
+from memoryd.runtime import locate
+from memoryd.runtime.locate import find_daemon
+from memoryd.runtime.private import ensure_private_dir
 
 
-def socket_path(args: argparse.Namespace, cfg: Config) -> Path:
-    """The socket to use: `--socket`, else the configured or default one."""
-    return Path(args.socket).expanduser() if args.socket else cfg.socket
+def explicit_socket(args: argparse.Namespace, cfg: Config) -> Path | None:
+    """A socket the user chose: `--socket`, else `$MEMORYD_SOCKET`, else `daemon.socket_path`."""
+    return Path(args.socket).expanduser() if args.socket else cfg.explicit_socket
 
 
 def live_daemon(args: argparse.Namespace, cfg: Config) -> Path | None:
-    """The daemon's socket if a daemon answers there; ad-hoc `--workspace` agents always run in-process."""
-    if args.workspace is not None:
-        return None
-    path = socket_path(args, cfg)
-    return path if daemon_answers(path) else None
+    """The socket of the daemon to talk to, found from any environment (`memoryd.runtime.locate`:
+    the chosen socket, else the record of the daemon holding the state directory, else the
+    default), or None to work in-process; ad-hoc `--workspace` agents always run in-process."""
+    found = None if args.workspace is not None else find_daemon(cfg.state_dir, explicit_socket(args, cfg))
+    if found is None:  # in-process: the databases go into the state directory, private as the daemon keeps it
+        ensure_private_dir(cfg.state_dir, what="state directory", tighten=True)
+    return found
 
 
-def daemon_answers(path: Path) -> bool:
-    """Whether something accepts connections on the socket at `path`."""
-    if not path.exists():
-        return False
-    probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    probe.settimeout(1.0)
-    try:
-        probe.connect(str(path))
-    except OSError:
-        return False
-    finally:
-        probe.close()
-    return True
-
-
-def start_daemon(args: argparse.Namespace, path: Path, timeout_s: float = 20.0) -> None:
-    """Start `memoryd serve` in the background and wait until it answers on its socket."""
-    cmd = [sys.executable, "-m", "memoryd", "serve", "--socket", str(path)]
-    if args.config:
-        cmd += ["--config", str(args.config)]
-    if args.state_dir:
-        cmd += ["--state-dir", str(args.state_dir)]
-    log_path = (args.state_dir or paths.state_dir()) / "daemon.log"
-    log_path.parent.mkdir(parents=True, exist_ok=True)
-    with log_path.open("ab") as log_file:
-        subprocess.Popen(  # noqa: S603 - our own interpreter and module
-            cmd, stdin=subprocess.DEVNULL, stdout=log_file, stderr=log_file, start_new_session=True
-        )
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if daemon_answers(path):
-            return
-        time.sleep(0.05)
-    raise DaemonError(f"started memoryd serve but it did not answer on {path} within {timeout_s:.0f} s; see {log_path}")
+def start_daemon(args: argparse.Namespace, cfg: Config) -> Path:
+    """The socket of the daemon serving this state directory, started in the background (with this
+    command's config, state directory and chosen socket) only when no daemon holds it."""
+    serve: list[str] = []
+    for flag, value in (("--socket", args.socket), ("--config", args.config), ("--state-dir", args.state_dir)):
+        if value:  # absolute: the daemon outlives this process and its working directory
+            serve += [flag, str(Path(value).expanduser().absolute())]
+    return locate.start_daemon(serve, cfg.state_dir, explicit_socket(args, cfg))
 
 
 def tool(path: Path, agent: str | None, name: str, arguments: dict[str, Any]) -> dict[str, Any]:

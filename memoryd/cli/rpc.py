@@ -17,6 +17,7 @@ import orjson
 
 from memoryd import __version__
 from memoryd.errors import DaemonError, NotFoundError, ProtocolError
+from memoryd.runtime.private import check_server_peer
 
 PROTOCOL_VERSION = "2025-11-25"
 """The MCP protocol version the CLI asks for (handshake era)."""
@@ -57,6 +58,11 @@ class DaemonClient:
         except OSError as exc:
             sock.close()
             raise DaemonError(f"cannot reach the memoryd daemon at {path}: {exc.strerror or exc}") from exc
+        try:
+            check_server_peer(sock, path)  # before a byte is sent: the listener must be this user's
+        except BaseException:
+            sock.close()
+            raise
         sock.settimeout(None)  # a sync may take as long as it takes; Ctrl-C still interrupts
         client = cls(sock)
         try:

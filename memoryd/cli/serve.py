@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import sys
 from pathlib import Path
 from typing import TextIO
 
@@ -13,11 +14,13 @@ from memoryd import daemon
 from memoryd import logging as logs
 from memoryd.cli.agents import choose
 from memoryd.cli.exits import EXIT_OK
-from memoryd.cli.link import daemon_answers, socket_path, start_daemon
+from memoryd.cli.link import start_daemon
 from memoryd.config import Config
 from memoryd.daemon import DaemonService
+from memoryd.errors import DaemonRunningError
 from memoryd.index.supervisor import Supervisor
 from memoryd.index.watcher import Watcher
+from memoryd.runtime.record import EXIT_ALREADY_RUNNING
 from memoryd.server.stdio import run_bridge, serve_stdio
 
 
@@ -29,7 +32,11 @@ def serve(args: argparse.Namespace, cfg: Config, out: TextIO) -> int:
         log_path.parent.mkdir(parents=True, exist_ok=True)
         stream = log_path.open("a", encoding="utf-8")
     logs.configure(args.log_level or d.log_level, args.log_format or d.log_format, stream)
-    return daemon.run(cfg, config_path=args.config, socket_path=args.socket)
+    try:
+        return daemon.run(cfg, config_path=args.config, socket_path=args.socket)
+    except DaemonRunningError as exc:  # one line, and a status systemd's RestartPreventExitStatus= knows
+        sys.stderr.write(f"memoryd serve: {exc}\n")
+        return EXIT_ALREADY_RUNNING
 
 
 def mcp(args: argparse.Namespace, cfg: Config, out: TextIO) -> int:
@@ -39,10 +46,7 @@ def mcp(args: argparse.Namespace, cfg: Config, out: TextIO) -> int:
         solo = dataclasses.replace(cfg, agents={agent.id: agent})
         anyio.run(_standalone, solo, agent.id)
         return EXIT_OK
-    path = socket_path(args, cfg)
-    if not daemon_answers(path):
-        start_daemon(args, path)
-    anyio.run(run_bridge, path, agent.id)
+    anyio.run(run_bridge, start_daemon(args, cfg), agent.id)
     return EXIT_OK
 
 

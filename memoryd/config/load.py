@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, Literal, TypeVar
 
 from memoryd import paths
-from memoryd.config.normalise import normalise
+from memoryd.config.normalise import check_multimodal, normalise
 from memoryd.config.sessions import SESSIONS_PREFIX, SessionRoot, parse_presets, session_roots
 from memoryd.config.settings import MemorySearchSettings
 from memoryd.config.typed import merge
@@ -93,7 +93,16 @@ class Config:
 
     @property
     def socket(self) -> Path:
-        return Path(self.daemon.socket_path).expanduser() if self.daemon.socket_path else paths.socket_path()
+        """Where the daemon listens: the configured socket, else the default (`paths.socket_path`)."""
+        return self.explicit_socket or paths.socket_path(self.state_dir)
+
+    @property
+    def explicit_socket(self) -> Path | None:
+        """A socket the user chose: `$MEMORYD_SOCKET` (the environment wins, as for the config file
+        and the state directory), else `daemon.socket_path`."""
+        if self.daemon.socket_path:
+            return paths.explicit_socket() or Path(self.daemon.socket_path).expanduser()
+        return paths.explicit_socket()
 
 
 AGENT_ONLY_KEYS = ("workspace", "sessions_dir", "sessions")
@@ -147,6 +156,7 @@ def _agent(agent_id: str, table: Mapping[str, object], defaults: MemorySearchSet
     overrides = {k: v for k, v in table.items() if k not in AGENT_ONLY_KEYS}
     settings = normalise(_append_lists(defaults, merge(defaults, overrides, prefix), overrides))
     settings = dataclasses.replace(settings, qmd=normalise_qmd(settings.qmd, f"{prefix}.qmd"))
+    check_multimodal(settings, prefix)
     raw_ws = table.get("workspace")
     if raw_ws is None:
         workspace = paths.data_dir() / "workspaces" / agent_id

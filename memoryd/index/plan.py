@@ -15,7 +15,7 @@ from pathlib import Path
 
 import orjson
 
-from memoryd.config import AgentConfig
+from memoryd.config import AgentConfig, MultimodalSettings
 from memoryd.embeddings.base import Fingerprint
 from memoryd.store.index import IndexMeta, now_ms
 
@@ -57,17 +57,30 @@ def scope_report(agent: AgentConfig) -> dict[str, object]:
         "sessionRoots": [root.to_dict() for root in agent.session_roots],
         "sources": list(effective_sources(agent)),
         "extraPaths": [str(p) for p in agent.extra_paths],
+        "multimodal": {
+            "enabled": agent.settings.multimodal.active,
+            "modalities": list(agent.settings.multimodal.kinds),
+            "maxFileBytes": agent.settings.multimodal.max_file_bytes,
+        },
     }
+
+
+def multimodal_scope(mm: MultimodalSettings) -> dict[str, object]:
+    """What of the multimodal settings decides which files the index holds (OpenClaw's scope hash part).
+
+    Off, it is the same whatever the other keys say (so neither a size limit nor kinds of a disabled
+    feature rebuild the index), and the same as before multimodal memory existed, so upgrading rebuilds nothing.
+    """
+    if not mm.active:
+        return {"enabled": False, "modalities": [], "maxFileBytes": 0}
+    return {"enabled": True, "modalities": sorted(mm.kinds), "maxFileBytes": mm.max_file_bytes}
 
 
 def scope_hash(agent: AgentConfig) -> str:
-    """OpenClaw's scope hash (extra paths, multimodal); memoryd's transcript switches join it only when set,
-    so an index built before they existed is not rebuilt for nothing."""
+    """Which files the index was built from: extra paths and multimodal settings (a change rebuilds it);
+    memoryd's transcript switches join only when set, so an index built before they existed is not rebuilt."""
     extras = sorted(p.as_posix() for p in agent.extra_paths)
-    data: dict[str, object] = {
-        "extraPaths": extras,
-        "multimodal": {"enabled": False, "modalities": [], "maxFileBytes": 0},
-    }
+    data: dict[str, object] = {"extraPaths": extras, "multimodal": multimodal_scope(agent.settings.multimodal)}
     if agent.settings.transcripts.subagents:
         data["transcripts"] = {"subagents": True}
     return hashlib.sha256(orjson.dumps(data)).hexdigest()
@@ -110,7 +123,7 @@ def full_reindex_reasons(
             tuple(sorted(meta.sources)) != tuple(sorted(want.sources)),
             f"sources {meta.sources} -> {want.sources}",
         ),
-        (meta.scope_hash != want.scope_hash, "extra paths or transcript settings changed"),
+        (meta.scope_hash != want.scope_hash, "extra paths, multimodal or transcript settings changed"),
         (meta.chunk_tokens != want.chunk_tokens, "chunk size changed"),
         (meta.chunk_overlap != want.chunk_overlap, "chunk overlap changed"),
         (

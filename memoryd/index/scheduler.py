@@ -25,7 +25,7 @@ from anyio.abc import TaskStatus
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
 from memoryd.config import AgentConfig
-from memoryd.errors import DaemonError, MemorydError
+from memoryd.errors import DaemonError, MemorydError, describe, first_error
 from memoryd.index.engine import IndexEngine
 from memoryd.index.sessions import SessionDeltaTracker, TranscriptFeed
 from memoryd.index.state import SyncReport
@@ -253,9 +253,13 @@ class SyncScheduler:
             )
         except MemorydError as exc:
             report = exc
-        except Exception as exc:  # a bug: keep the actor alive, tell the waiters, log the traceback
-            log.exception("sync crashed", agent=self.agent.id)
-            report = MemorydError(f"internal error during sync: {exc}")
+        except Exception as exc:  # a task group's wrapping, or a bug: keep the actor alive, tell the waiters
+            inner = first_error(exc)
+            if isinstance(inner, MemorydError):
+                report = inner
+            else:
+                log.exception("sync crashed", agent=self.agent.id, error=describe(exc))
+                report = MemorydError(f"internal error during sync: {describe(exc)}")
         finally:
             self.syncing = False
         if not isinstance(report, BaseException):

@@ -11,7 +11,7 @@ import structlog
 from anyio.abc import TaskGroup, TaskStatus
 
 from memoryd.config import AgentConfig, Config
-from memoryd.errors import DaemonError, NotFoundError
+from memoryd.errors import DaemonError, NotFoundError, describe
 from memoryd.index.actor import AgentIndex, FallbackFactory, ProviderFactory
 from memoryd.qmd.updates import EmbedGate
 
@@ -107,8 +107,9 @@ class Supervisor:
                         delay = BACKOFF_START_S
                 except Exception as exc:
                     self.actors.pop(agent.id, None)
-                    self.failures[agent.id] = str(exc)
-                    log.exception("agent index failed; restarting", agent=agent.id, retry_in_s=delay)
+                    # The actor's task group wraps what failed: keep that error's own words, not the group's.
+                    self.failures[agent.id] = reason = describe(exc)
+                    log.exception("agent index failed; restarting", agent=agent.id, error=reason, retry_in_s=delay)
                     if not reported:
                         task_status.started()
                         reported = True

@@ -21,6 +21,7 @@ from mcp_types import CallToolResult, JSONRPCError, JSONRPCRequest, JSONRPCRespo
 from pydantic import ConfigDict
 
 from memoryd.errors import DaemonError, NotFoundError, ProtocolError
+from memoryd.runtime.private import check_server_peer
 from memoryd.server.framing import CLIENT_MAX_LINE_BYTES, LineReader, Rejection, encode_message, next_message
 from memoryd.server.mcp import BIND_METHOD, SyncParams
 from memoryd.server.sockets import UnixStream, connect_unix
@@ -51,11 +52,18 @@ class SyncResult(Result):
 
 
 async def connect_daemon(path: Path) -> UnixStream:
-    """Open a connection to the daemon's socket; DaemonError when nothing answers there."""
+    """Open a connection to the daemon's socket; DaemonError when nothing answers there, and
+    NotPrivateError when the process listening is not this user's (checked before anything is sent)."""
     try:
-        return await connect_unix(path)
+        stream = await connect_unix(path)
     except OSError as exc:
         raise DaemonError(f"cannot reach the memoryd daemon at {path}: {exc.strerror or exc}") from exc
+    try:
+        check_server_peer(stream.raw_socket, path)
+    except BaseException:
+        await stream.aclose()
+        raise
+    return stream
 
 
 async def bind_agent(stream: UnixStream, lines: LineReader, agent: str) -> None:

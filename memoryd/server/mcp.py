@@ -31,7 +31,7 @@ from mcp_types import (
 )
 
 import memoryd
-from memoryd.errors import MemorydError, ProtocolError
+from memoryd.errors import MemorydError, ProtocolError, describe, first_error
 from memoryd.server.schemas import ToolSchema, validate_arguments
 from memoryd.server.service import MemoryService
 
@@ -114,8 +114,12 @@ def build_server(service: MemoryService, tools: Sequence[ToolSchema], binding: A
         except MemorydError as exc:
             log.info("tool_error", tool=tool.name, error=str(exc), kind=type(exc).__name__)
             return _tool_error(str(exc))
-        except Exception:
-            log.exception("tool_failed", tool=tool.name)
+        except Exception as exc:
+            inner = first_error(exc)  # a task group's wrapping says nothing: answer with what it wraps
+            if isinstance(inner, MemorydError):
+                log.info("tool_error", tool=tool.name, error=str(inner), kind=type(inner).__name__)
+                return _tool_error(describe(inner))
+            log.exception("tool_failed", tool=tool.name, error=describe(exc))
             return _tool_error("internal error")
         text = orjson.dumps(payload, default=str).decode()
         return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=payload)
@@ -126,7 +130,10 @@ def build_server(service: MemoryService, tools: Sequence[ToolSchema], binding: A
         except MemorydError as exc:
             raise MCPError(MEMORYD_ERROR, str(exc), {"error": type(exc).__name__}) from exc
         except Exception as exc:
-            log.exception("sync_failed")
+            inner = first_error(exc)
+            if isinstance(inner, MemorydError):
+                raise MCPError(MEMORYD_ERROR, describe(inner), {"error": type(inner).__name__}) from exc
+            log.exception("sync_failed", error=describe(exc))
             raise MCPError(INTERNAL_ERROR, "internal error") from exc
 
     async def transcript_updated(ctx: ServerRequestContext[dict[str, Any]], params: TranscriptUpdatedParams) -> None:

@@ -13,8 +13,6 @@ import fcntl
 import os
 import socket
 import stat
-import struct
-import sys
 from collections.abc import Callable, Coroutine, Sequence
 from functools import partial
 from pathlib import Path
@@ -25,6 +23,7 @@ import structlog
 from anyio.abc import SocketAttribute, SocketListener, TaskGroup, TaskStatus
 
 from memoryd.errors import DaemonError
+from memoryd.runtime.private import ensure_private_dir, peer_uid
 from memoryd.server.connection import serve_connection
 from memoryd.server.framing import DEFAULT_MAX_LINE_BYTES
 from memoryd.server.schemas import ToolSchema, load_tool_schemas
@@ -34,14 +33,8 @@ from memoryd.server.sockets import UnixStream, connect_unix
 log = structlog.get_logger(__name__)
 
 SOCKET_MODE = 0o600
-DIRECTORY_MODE = 0o700
 _PROBE_SECONDS = 2.0
 _ACCEPT_BACKOFF_SECONDS = 0.1
-
-# macOS <sys/un.h>: SOL_LOCAL, LOCAL_PEERCRED and sizeof(struct xucred); Python does not export them.
-_SOL_LOCAL = 0
-_LOCAL_PEERCRED = 0x001
-_XUCRED_SIZE = 76
 
 
 async def serve_unix(
@@ -107,18 +100,6 @@ async def _serve_inherited(
         sock.close()
 
 
-def peer_uid(sock: socket.socket) -> int | None:
-    """The uid of the process at the other end, or None where the platform cannot tell."""
-    uid: int | None = None
-    if sys.platform == "linux":
-        raw = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("iII"))
-        _pid, uid, _gid = struct.unpack("iII", raw)
-    elif sys.platform == "darwin":
-        raw = sock.getsockopt(_SOL_LOCAL, _LOCAL_PEERCRED, _XUCRED_SIZE)
-        _version, uid = struct.unpack_from("=II", raw)
-    return uid
-
-
 async def _handle(
     client: socket.socket, *, service: MemoryService, tools: Sequence[ToolSchema], uid: int, max_line_bytes: int
 ) -> None:
@@ -158,26 +139,9 @@ async def _accept_forever(
 
 
 def _prepare_directory(directory: Path) -> None:
-    """Create the socket's directory 0700, or check that an existing one is ours and private."""
-    try:
-        directory.mkdir(parents=True, mode=DIRECTORY_MODE)
-    except FileExistsError:
-        pass
-    except OSError as exc:
-        raise DaemonError(f"cannot create the socket directory {directory}: {exc.strerror}") from exc
-    else:
-        os.chmod(directory, DIRECTORY_MODE)
-        return
-    info = os.stat(directory)
-    if not stat.S_ISDIR(info.st_mode):
-        raise DaemonError(f"{directory} is not a directory")
-    if info.st_uid != os.geteuid():
-        raise DaemonError(f"the socket directory {directory} belongs to uid {info.st_uid}, not to this user")
-    if info.st_mode & 0o077:
-        raise DaemonError(
-            f"the socket directory {directory} is open to others (mode {stat.S_IMODE(info.st_mode):o}); "
-            f"make it private: chmod 700 {directory}"
-        )
+    """Create the socket's directory 0700, or check that an existing one is ours and private (lstat:
+    a symlink is refused, never followed)."""
+    ensure_private_dir(directory, what="socket directory")
 
 
 def _lock(path: Path) -> int:

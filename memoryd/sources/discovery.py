@@ -2,9 +2,11 @@
 
 Differences from OpenClaw, on purpose: the watcher's ignore list (`.git`, `node_modules`, …)
 applies while indexing too, and results are sorted so every run sees the same order.
-Symlinks are skipped (files, directories and extra roots alike), as upstream does. Transcripts
-are found in every session root, recursively (OpenClaw reads the top level of one folder), under
-the same rules; a file reachable from two roots is listed once, under the first.
+Symlinks are skipped (files, directories and extra roots alike), as upstream does.
+With multimodal memory on, images and audio files of the enabled kinds are listed too, from the
+extra paths only (never from `memory/`, as upstream), each with its kind. Transcripts are found in
+every session root, recursively (OpenClaw reads the top level of one folder), under the same rules;
+a file reachable from two roots is listed once, under the first.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from typing import Literal
 
 import structlog
 
+from memoryd.media import Modality, classify
 from memoryd.sources.session_roots import IGNORED_DIRS, SessionRoot
 from memoryd.sources.transcripts import is_transcript_name
 
@@ -42,6 +45,8 @@ class SourceFile:
     path: str
     abs_path: Path
     root: Path | None = None
+    modality: Modality | None = None
+    """The kind of an image or audio file (multimodal memory); None for markdown and transcripts."""
 
 
 def index_path(abs_path: Path, workspace: Path) -> str:
@@ -54,10 +59,13 @@ def _is_markdown(name: str) -> bool:
 
 
 def _walk(
-    root: Path, unlisted: list[Path] | None = None, accept: Callable[[str], bool] = _is_markdown
+    root: Path,
+    unlisted: list[Path] | None = None,
+    media: Sequence[Modality] = (),
+    accept: Callable[[str], bool] | None = None,
 ) -> Iterator[Path]:
-    """Regular files below `root` whose name `accept`s (`.md` ones), skipping symlinks and ignored
-    directories, sorted.
+    """Regular files below `root` — `.md` ones and media files of the `media` kinds, or those whose name
+    `accept`s when given (transcripts) — skipping symlinks and ignored directories, sorted.
 
     A directory that exists but cannot be listed is added to `unlisted`: its files are not
     gone, and the caller must not treat them as deleted.
@@ -77,8 +85,12 @@ def _walk(
                 continue
             if entry.is_dir(follow_symlinks=False):
                 if entry.name.lower() not in IGNORED_DIRS:
-                    yield from _walk(Path(entry.path), unlisted, accept)
-            elif entry.is_file(follow_symlinks=False) and accept(entry.name):
+                    yield from _walk(Path(entry.path), unlisted, media, accept)
+            elif entry.is_file(follow_symlinks=False) and (
+                accept(entry.name)
+                if accept is not None
+                else _is_markdown(entry.name) or classify(entry.name, media) is not None
+            ):
                 yield Path(entry.path)
         except OSError:
             continue
@@ -102,10 +114,15 @@ def _regular_file(path: Path, unlisted: list[Path] | None = None) -> bool:
 
 
 def list_memory_files(
-    workspace: Path, extra_paths: Sequence[Path] = (), *, unlisted: list[Path] | None = None
+    workspace: Path,
+    extra_paths: Sequence[Path] = (),
+    *,
+    unlisted: list[Path] | None = None,
+    media: Sequence[Modality] = (),
 ) -> list[SourceFile]:
     """MEMORY.md, memory.md, memory/**/*.md, then the extra paths; de-duplicated by real path.
 
+    `media`: the kinds of image and audio files also taken from the extra paths (multimodal memory).
     Paths that exist but cannot be inspected or listed (permissions, I/O errors) are appended to
     `unlisted`, so that a sync keeps the rows of the files it could not see.
     """
@@ -124,8 +141,8 @@ def list_memory_files(
             log.info("extra path is a symlink; skipped", path=str(extra))
             continue
         if stat.S_ISDIR(mode):
-            found.extend((p, extra) for p in _walk(extra, unlisted))
-        elif stat.S_ISREG(mode) and _is_markdown(extra.name):
+            found.extend((p, extra) for p in _walk(extra, unlisted, media))
+        elif stat.S_ISREG(mode) and (_is_markdown(extra.name) or classify(extra.name, media) is not None):
             found.append((extra, extra.parent))
     seen: set[str] = set()
     result: list[SourceFile] = []
@@ -137,7 +154,8 @@ def list_memory_files(
         if real in seen:
             continue
         seen.add(real)
-        result.append(SourceFile("memory", index_path(path, workspace), path, root))
+        kind = None if _is_markdown(path.name) else classify(path.name, media)
+        result.append(SourceFile("memory", index_path(path, workspace), path, root, kind))
     return result
 
 
@@ -160,7 +178,7 @@ def list_session_files(root: SessionRoot, *, unlisted: list[Path] | None = None)
         return []
     return [
         SourceFile("sessions", root.index_path(path), path, root.path)
-        for path in _walk(root.path, unlisted, is_transcript_name)
+        for path in _walk(root.path, unlisted, accept=is_transcript_name)
     ]
 
 

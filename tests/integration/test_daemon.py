@@ -117,8 +117,10 @@ def test_a_second_daemon_refuses_to_start(daemon: Daemon) -> None:
         timeout=60,
         check=False,
     )
-    assert second.returncode == 1
-    assert "another memoryd daemon is running" in second.stderr
+    assert second.returncode == 3  # EXIT_ALREADY_RUNNING: the unit's RestartPreventExitStatus= does not restart it
+    line = second.stderr.strip()
+    assert "\n" not in line, line  # one line, no traceback, nothing logged before it
+    assert f"another memoryd daemon already serves {daemon.state}: pid {daemon.pid}, socket {daemon.socket}" in line
 
 
 async def test_killed_mid_sync_then_restarted_loses_nothing(daemon: Daemon) -> None:
