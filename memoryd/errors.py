@@ -16,7 +16,8 @@ JSON-RPC errors. Anything else reaching an edge is a bug and is logged as one.
     ├── EmbeddingError           an embedding provider failed
     │   ├── EmbeddingAuthError     bad or missing API key: never retried
     │   ├── EmbeddingQuotaError    the account's quota is used up: never retried
-    │   └── EmbeddingRateLimitError  429 / overload: retried with backoff (retry_after in seconds)
+    │   ├── EmbeddingRateLimitError  429 / overload: retried with backoff (retry_after in seconds)
+    │   └── EmbeddingInputTooLargeError  the request was refused as too large (a media file is skipped)
     ├── DaemonError              the daemon could not be reached or started
     │   ├── DaemonRunningError     another daemon holds the state directory (a second `serve` exits)
     │   └── NotPrivateError        a directory, socket, record or listener that must be this user's alone is not
@@ -81,6 +82,10 @@ class EmbeddingRateLimitError(EmbeddingError):
     def __init__(self, message: str, retry_after: float | None = None) -> None:
         super().__init__(message)
         self.retry_after = retry_after
+
+
+class EmbeddingInputTooLargeError(EmbeddingError):
+    """The provider refused an input as too large (413, payload or token limit); retrying cannot help."""
 
 
 class DaemonError(MemorydError):

@@ -74,7 +74,8 @@ def _in_process(args: argparse.Namespace, cfg: Config, agent: AgentConfig, query
 
 
 def format_search(resp: dict[str, Any]) -> str:
-    """`<score> <path>:<start>-<end>` then the snippet, per result; `No matches.` when there are none."""
+    """`<score> <path>:<start>-<end>` (`<score> <path>` for an image or audio file, which has no lines) then
+    the snippet, per result; `No matches.` when there are none."""
     results = resp.get("results")
     if not isinstance(results, list) or not results:
         return "No matches.\n"
@@ -84,5 +85,6 @@ def format_search(resp: dict[str, Any]) -> str:
         if r.get("citation"):  # the header line cites already, as OpenClaw's CLI prints it
             snippet = snippet.removesuffix(f"\n\nSource: {r['citation']}")
         snippet = snippet.rstrip()
-        parts.append(f"{float(r['score']):.3f} {r['path']}:{r['startLine']}-{r['endLine']}\n{snippet}\n\n")
+        where = r["path"] if r.get("kind") else f"{r['path']}:{r['startLine']}-{r['endLine']}"  # media: no lines
+        parts.append(f"{float(r['score']):.3f} {where}\n{snippet}\n\n")
     return "".join(parts)

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, Literal, TypeVar
 
 from memoryd import paths
-from memoryd.config.normalise import normalise
+from memoryd.config.normalise import check_multimodal, normalise
 from memoryd.config.settings import MemorySearchSettings
 from memoryd.config.typed import merge
 from memoryd.errors import ConfigError, NotFoundError
@@ -147,6 +147,7 @@ def _agent(agent_id: str, table: Mapping[str, object], defaults: MemorySearchSet
     overrides = {k: v for k, v in table.items() if k not in AGENT_ONLY_KEYS}
     settings = normalise(_append_lists(defaults, merge(defaults, overrides, prefix), overrides))
     settings = dataclasses.replace(settings, qmd=normalise_qmd(settings.qmd, f"{prefix}.qmd"))
+    check_multimodal(settings, prefix)
     raw_ws = table.get("workspace")
     if raw_ws is None:
         workspace = paths.data_dir() / "workspaces" / agent_id

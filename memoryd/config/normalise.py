@@ -1,4 +1,5 @@
-"""What every consumer may rely on: the `compat` profile applied, then OpenClaw's clamps (spec §1)."""
+"""What every consumer may rely on: the `compat` profile applied, then OpenClaw's clamps (spec §1), and
+multimodal memory refused where the chosen provider cannot embed images and audio."""
 
 from __future__ import annotations
 
@@ -12,8 +13,11 @@ from memoryd.config.settings import (
     FilesSettings,
     MemorySearchSettings,
     MmrSettings,
+    MultimodalSettings,
     TemporalDecaySettings,
 )
+from memoryd.errors import ConfigError
+from memoryd.media import embeds_media, media_models
 
 
 def _clamp(value: float, lo: float, hi: float) -> float:
@@ -71,11 +75,42 @@ def normalise(s: MemorySearchSettings) -> MemorySearchSettings:
     remote = dataclasses.replace(s.remote, batch=dataclasses.replace(batch, concurrency=max(1, batch.concurrency)))
     cache = CacheSettings(enabled=s.cache.enabled, max_entries=max(0, s.cache.max_entries))
     sources = s.sources or ("memory",)
+    mm = s.multimodal
+    multimodal = dataclasses.replace(mm, modalities=mm.kinds)
     files = FilesSettings(
         max_markdown_bytes=max(1, s.files.max_markdown_bytes),
         max_transcript_bytes=max(1, s.files.max_transcript_bytes),
         allow_hard_links=s.files.allow_hard_links,
     )
     return dataclasses.replace(
-        s, chunking=chunking, query=query, sync=sync, remote=remote, cache=cache, sources=sources, files=files
+        s,
+        chunking=chunking,
+        query=query,
+        sync=sync,
+        remote=remote,
+        cache=cache,
+        sources=sources,
+        multimodal=multimodal,
+        files=files,
     )
+
+
+def check_multimodal(s: MemorySearchSettings, prefix: str) -> None:
+    """Refuse multimodal memory that cannot work (OpenClaw's rules): only a model that embeds images and
+    audio can index them, and a fallback provider could not embed them, so none may be set."""
+    mm: MultimodalSettings = s.multimodal
+    if mm.max_file_bytes < 1:
+        raise ConfigError(f"{prefix}.multimodal.max_file_bytes", f"must be at least 1 byte, got {mm.max_file_bytes}")
+    if not mm.active:
+        return
+    if not embeds_media(s.provider, s.model):
+        chosen = f'provider = "{s.provider}"' + (f' with model = "{s.model}"' if s.model else " with its default model")
+        raise ConfigError(
+            f"{prefix}.multimodal.enabled",
+            f"images and audio need a multimodal embedding model ({media_models()}); this agent has {chosen}",
+        )
+    if s.fallback != "none":
+        raise ConfigError(
+            f"{prefix}.multimodal.enabled",
+            f'a fallback provider cannot embed images and audio: set fallback = "none" (got "{s.fallback}")',
+        )

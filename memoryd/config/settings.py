@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from memoryd.compat import Compat
+from memoryd.media import DEFAULT_MAX_FILE_BYTES, Modality, normalise_modalities
 from memoryd.qmd.settings import QmdSettings
 
 Source = Literal["memory", "sessions"]
@@ -19,6 +20,7 @@ FallbackName = Literal["none", "local", "openai", "gemini", "voyage", "mistral",
 Fusion = Literal["weighted", "rrf"]
 Backend = Literal["builtin", "qmd"]
 RerankProvider = Literal["none", "cohere", "voyage", "jina", "tei"]
+ModalityName = Literal["image", "audio", "all"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -180,12 +182,35 @@ class FilesSettings:
 
 
 @dataclass(frozen=True, slots=True)
+class MultimodalSettings:
+    """OpenClaw's `multimodal`: images and audio in `extra_paths`, embedded by a multimodal model.
+
+    After loading, `modalities` holds the kinds in use: `"all"` expanded, and none while disabled.
+    """
+
+    enabled: bool = False
+    modalities: tuple[ModalityName, ...] = ("all",)
+    max_file_bytes: int = DEFAULT_MAX_FILE_BYTES
+
+    @property
+    def kinds(self) -> tuple[Modality, ...]:
+        """The kinds of media files indexed: none while disabled, both for `"all"`."""
+        return normalise_modalities(self.modalities) if self.enabled else ()
+
+    @property
+    def active(self) -> bool:
+        """Enabled with at least one kind: media files are indexed (OpenClaw's isMemoryMultimodalEnabled)."""
+        return bool(self.kinds)
+
+
+@dataclass(frozen=True, slots=True)
 class MemorySearchSettings:
     """OpenClaw's `memorySearch` tree in snake_case, with its defaults (spec §1, §4.4)."""
 
     enabled: bool = True
     sources: tuple[Source, ...] = ("memory", "sessions")
     extra_paths: tuple[str, ...] = ()
+    multimodal: MultimodalSettings = field(default_factory=MultimodalSettings)
     provider: ProviderName = "auto"
     model: str = ""
     fallback: FallbackName = "none"

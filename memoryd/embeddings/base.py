@@ -82,6 +82,36 @@ class EmbeddingProvider(Protocol):
         ...
 
 
+@dataclass(frozen=True, slots=True)
+class MediaInput:
+    """An image or audio file to embed: its caption and its bytes, embedded together as one vector."""
+
+    caption: str
+    mime_type: str
+    data: bytes
+
+
+@runtime_checkable
+class MediaEmbedder(Protocol):
+    """A provider that can also embed images and audio (multimodal memory), when its model can."""
+
+    @property
+    def embeds_media(self) -> bool:
+        """Whether the configured model takes inline image and audio parts."""
+        ...
+
+    async def embed_media(self, items: list[MediaInput]) -> Vectors:
+        """One L2-normalised row per item (caption and bytes together), in input order."""
+        ...
+
+
+def media_embedder(provider: object) -> MediaEmbedder | None:
+    """`provider` when it can embed images and audio with its model; None otherwise (media files are skipped)."""
+    if isinstance(provider, MediaEmbedder) and provider.embeds_media:
+        return provider
+    return None
+
+
 def normalize_rows(vectors: npt.ArrayLike) -> Vectors:
     """Zero non-finite values, then L2-normalise every row (rows with norm < 1e-10 stay as they are)."""
     arr = np.asarray(vectors, dtype=np.float32)

@@ -3,13 +3,21 @@
 Queries go to `models/{model}:embedContent` with task type RETRIEVAL_QUERY, documents to
 `:batchEmbedContents` with RETRIEVAL_DOCUMENT (at most 100 per request). The key travels in the
 `x-goog-api-key` header, never in the URL, so it cannot leak into logs of URLs.
+
+Gemini Embedding 2 models also embed images and audio (multimodal memory): a media file is one
+request whose content has two parts, its caption as text and its bytes as `inlineData` (MIME type
+and base64 data), answered with one vector for both. Each media file goes in a request of its own,
+so one file the API refuses as too large costs only that file.
 """
 
 from __future__ import annotations
 
+import base64
 from collections.abc import Mapping
 
+from memoryd.embeddings.base import MediaInput, Vectors
 from memoryd.embeddings.remote import Kind, RemoteEmbeddingProvider, header_pairs
+from memoryd.media import bare_model, embeds_media
 
 _TASK_TYPES: Mapping[Kind, str] = {"query": "RETRIEVAL_QUERY", "document": "RETRIEVAL_DOCUMENT"}
 
@@ -26,9 +34,25 @@ class GeminiProvider(RemoteEmbeddingProvider):
         return {"x-goog-api-key": self._api_key} if self._api_key else {}
 
     def _normalize_model(self, model: str) -> str:
-        for prefix in ("models/", "gemini/"):
-            model = model.removeprefix(prefix)
-        return model
+        return bare_model(model)
+
+    @property
+    def embeds_media(self) -> bool:
+        return embeds_media(self.provider_id, self._model)
+
+    async def embed_media(self, items: list[MediaInput]) -> Vectors:
+        if not self.embeds_media:
+            raise self._fail(f"model {self._model} cannot embed images or audio")
+        rows: list[object] = []
+        for item in items:
+            parts: list[object] = [
+                {"text": item.caption},
+                {"inlineData": {"mimeType": item.mime_type, "data": base64.b64encode(item.data).decode("ascii")}},
+            ]
+            body = {"requests": [self._request(parts, "document")]}
+            async with self._document_requests:
+                rows.extend(await self._batch_vectors(body))
+        return self._finish(rows, expected=len(items))
 
     def _key_data(self) -> dict[str, object]:
         data: dict[str, object] = {
@@ -41,10 +65,10 @@ class GeminiProvider(RemoteEmbeddingProvider):
         data["headers"] = header_pairs(self._settings.headers, secret_names=self.secret_header_names)
         return data
 
-    def _request(self, text: str, kind: Kind) -> dict[str, object]:
+    def _request(self, parts: list[object], kind: Kind) -> dict[str, object]:
         request: dict[str, object] = {
             "model": f"models/{self._model}",
-            "content": {"parts": [{"text": text}]},
+            "content": {"parts": parts},
             "taskType": _TASK_TYPES[kind],
         }
         if self._settings.output_dimensionality:
@@ -53,10 +77,13 @@ class GeminiProvider(RemoteEmbeddingProvider):
 
     async def _request_vectors(self, texts: list[str], kind: Kind) -> list[object]:
         if kind == "query" and len(texts) == 1:
-            answer = await self._post_json(f"/models/{self._model}:embedContent", self._request(texts[0], kind))
+            request = self._request([{"text": texts[0]}], kind)
+            answer = await self._post_json(f"/models/{self._model}:embedContent", request)
             embedding = answer.get("embedding") if isinstance(answer, Mapping) else None
             return [self._values(embedding)]
-        body = {"requests": [self._request(t, kind) for t in texts]}
+        return await self._batch_vectors({"requests": [self._request([{"text": t}], kind) for t in texts]})
+
+    async def _batch_vectors(self, body: Mapping[str, object]) -> list[object]:
         answer = await self._post_json(f"/models/{self._model}:batchEmbedContents", body)
         embeddings = answer.get("embeddings") if isinstance(answer, Mapping) else None
         if not isinstance(embeddings, list):

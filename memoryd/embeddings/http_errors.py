@@ -3,7 +3,9 @@
 The retry loop decides on types alone: auth and exhausted quota are final (EmbeddingAuthError,
 EmbeddingQuotaError), rate limits and overloads carry the wait the server asked for
 (EmbeddingRateLimitError.retry_after, from Retry-After, Google's RetryInfo or OpenAI's reset
-headers), and anything else is an EmbeddingError naming the provider, the status and its message.
+headers), a request refused as too large is EmbeddingInputTooLargeError (multimodal indexing skips
+that file and goes on), and anything else is an EmbeddingError naming the provider, the status and
+its message.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import orjson
 from memoryd.errors import (
     EmbeddingAuthError,
     EmbeddingError,
+    EmbeddingInputTooLargeError,
     EmbeddingQuotaError,
     EmbeddingRateLimitError,
 )
@@ -29,6 +32,13 @@ _QUOTA_EXHAUSTED_MARKERS = ("insufficient_quota", "billing_hard_limit_reached", 
 _OVERLOAD_STATUSES = frozenset({503, 529})
 _TRY_AGAIN_RE = re.compile(r"try again in ((?:\d+(?:\.\d+)?(?:ms|h|m|s))+)", re.IGNORECASE)
 _DURATION_PART_RE = re.compile(r"(\d+(?:\.\d+)?)(ms|h|m|s)")
+_TOO_LARGE_RE = re.compile(
+    r"payload too large|request too large|input too large|too many tokens|input limit|request size"
+    r"|payload size exceeds|request entity too large|exceeds the maximum number of tokens",
+    re.IGNORECASE,
+)
+"""OpenClaw's structured-input-too-large test (its `413` is the status here), plus Google's own words for
+a request over its payload size ("Request payload size exceeds the limit") or a model's token limit."""
 _DURATION_UNITS: Mapping[str, float] = MappingProxyType({"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0})
 
 
@@ -111,6 +121,8 @@ def error_for_response(
         return EmbeddingQuotaError(f"{message} (daily quota used up)")
     if status == 429 or status in _OVERLOAD_STATUSES or (status >= 500 and "overloaded" in message.lower()):
         return EmbeddingRateLimitError(message, retry_after=retry_hint(headers, body, now=now))
+    if status == 413 or (400 <= status < 500 and _TOO_LARGE_RE.search(detail)):
+        return EmbeddingInputTooLargeError(message)
     return EmbeddingError(message)
 
 

@@ -14,6 +14,7 @@ _MAX_INPUT_TOKENS: Mapping[str, int] = MappingProxyType(
         "gemini:text-embedding-004": 2048,
         "gemini:gemini-embedding-001": 2048,
         "gemini:gemini-embedding-2-preview": 8192,
+        "gemini:gemini-embedding-2": 8192,
         "voyage:voyage-3": 32000,
         "voyage:voyage-3-lite": 16000,
         "voyage:voyage-code-3": 32000,

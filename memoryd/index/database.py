@@ -17,12 +17,16 @@ from memoryd.config import AgentConfig
 from memoryd.errors import CorruptDatabaseError, StoreError
 from memoryd.faults import crash_point
 from memoryd.isotime import iso
+from memoryd.media import NO_LINES
 from memoryd.store import schema
 from memoryd.store.db import VecState, connect, move_aside, translated
-from memoryd.store.index import IndexStore
+from memoryd.store.index import SKIPPED, IndexStore
 from memoryd.store.lock import WriterLock
 from memoryd.store.readers import ReaderPool
 from memoryd.store.reindex import Rebuild, cleanup_leftovers
+
+MEDIA_SKIPPED_SHOWN = 20
+"""Skipped media files status names one by one (all are counted)."""
 
 log = structlog.get_logger(__name__)
 
@@ -147,6 +151,7 @@ class AgentDatabase:
                     "dims": meta.vector_dims if meta else None,
                 },
                 "embedding": {"filesWithoutVectors": files_without_vectors(store)},
+                "multimodal": media_report(store, active=settings.multimodal.active),
                 "malformedTranscriptLines": store.bad_lines(),
                 "meta": None
                 if meta is None
@@ -178,3 +183,32 @@ def files_without_vectors(store: IndexStore) -> int:
     with translated("counting files without vectors"):
         row = store.conn.execute("SELECT COUNT(*) FROM files WHERE hash LIKE 'novec:%'").fetchone()
     return int(row[0]) if row else 0
+
+
+def media_report(store: IndexStore, *, active: bool) -> dict[str, object]:
+    """Media files in the index (multimodal memory), and those it holds without a chunk, per reason.
+
+    A media file's chunk is the only one with no lines (counted only while multimodal memory is on: it
+    reads every chunk row); a skipped one is a file row whose hash names why.
+    """
+    with translated("counting media files"):
+        row = None
+        if active:
+            row = store.conn.execute(
+                "SELECT COUNT(DISTINCT path) FROM chunks WHERE source = 'memory' AND start_line = ?", (NO_LINES,)
+            ).fetchone()
+        rows = store.conn.execute(
+            "SELECT path, hash FROM files WHERE hash LIKE ? ORDER BY path", (SKIPPED + "%",)
+        ).fetchall()
+    skipped = [(str(path), str(h).removeprefix(SKIPPED)) for path, h in rows]
+    reasons: dict[str, int] = {}
+    for _, reason in skipped:
+        reasons[reason] = reasons.get(reason, 0) + 1
+    return {
+        "indexed": int(row[0]) if row else 0,
+        "skipped": {
+            "count": len(skipped),
+            "byReason": reasons,
+            "files": [{"path": p, "reason": r} for p, r in skipped[:MEDIA_SKIPPED_SHOWN]],
+        },
+    }

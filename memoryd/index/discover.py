@@ -26,7 +26,8 @@ def discover(agent: AgentConfig, sources: Sequence[str]) -> tuple[list[SourceFil
     unlisted: list[Unlisted] = []
     if "memory" in sources:
         hidden: list[Path] = []
-        files.extend(list_memory_files(agent.workspace, agent.extra_paths, unlisted=hidden))
+        media = agent.settings.multimodal.kinds  # none unless multimodal memory is on
+        files.extend(list_memory_files(agent.workspace, agent.extra_paths, unlisted=hidden, media=media))
         unlisted.extend(("memory", index_path(p, agent.workspace)) for p in hidden)
     if "sessions" in sources:
         hidden = []

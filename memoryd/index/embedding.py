@@ -63,7 +63,7 @@ async def embed_prepared(
     fp = provider.fingerprint
     text_of: dict[str, str] = {}
     for item in prepared:
-        if item.outcome is Outcome.CHANGED:
+        if item.outcome is Outcome.CHANGED and item.media is None:  # media files: media_embedding.py
             for chunk in item.chunks:
                 text_of.setdefault(chunk.hash, chunk.text)
     out: list[Vectors | None] = [None] * len(prepared)
@@ -121,6 +121,6 @@ async def embed_prepared(
     if dims:
         await anyio.to_thread.run_sync(store.ensure_vectors, dims.pop())
     for i, item in enumerate(prepared):
-        if item.outcome is Outcome.CHANGED and item.chunks:
+        if item.outcome is Outcome.CHANGED and item.chunks and item.media is None:
             out[i] = np.stack([known[c.hash] for c in item.chunks]).astype(np.float32, copy=False)
     return out

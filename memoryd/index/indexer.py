@@ -18,7 +18,7 @@ import structlog
 
 from memoryd.config import AgentConfig
 from memoryd.embeddings.active import ActiveProvider
-from memoryd.embeddings.base import Vectors
+from memoryd.embeddings.base import Vectors, media_embedder
 from memoryd.embeddings.batch import BatchEmbedder
 from memoryd.embeddings.limits import input_limit_bytes
 from memoryd.errors import EmbeddingError
@@ -27,9 +27,18 @@ from memoryd.index import plan
 from memoryd.index.database import AgentDatabase
 from memoryd.index.discover import Unlisted, discover, refuse_to_lose_rows, targeted_sessions, under
 from memoryd.index.embedding import embed_prepared
+from memoryd.index.media_embedding import embed_media
 from memoryd.index.roots import degraded_places, track, unlisted_paths
 from memoryd.index.state import IndexState, Progress, ProgressFn
-from memoryd.index.sync import Prepared, SyncCounts, prepare_many, write_prepared
+from memoryd.index.sync import (
+    MediaOptions,
+    Outcome,
+    Prepared,
+    SyncCounts,
+    media_skipped,
+    prepare_many,
+    write_prepared,
+)
 from memoryd.sources.discovery import SourceFile
 from memoryd.store import schema
 from memoryd.store.index import IndexMeta, IndexStore
@@ -123,6 +132,7 @@ class Indexer:
         model = self._active.fingerprint.model
         provider = self._active.provider
         limit = None if provider is None else input_limit_bytes(provider.id, provider.model)
+        media = MediaOptions(self.settings.multimodal.max_file_bytes, embeddable=media_embedder(provider) is not None)
         for start in range(0, len(files), BATCH_FILES):
             batch = files[start : start + BATCH_FILES]
             batch_states = {
@@ -130,11 +140,18 @@ class Indexer:
             }
             prepared = await anyio.to_thread.run_sync(
                 functools.partial(
-                    prepare_many, batch, batch_states, chunking, full=full, max_input_bytes=limit, rules=rules
+                    prepare_many,
+                    batch,
+                    batch_states,
+                    chunking,
+                    full=full,
+                    max_input_bytes=limit,
+                    rules=rules,
+                    media=media,
                 )
             )
             try:
-                vectors = await self._embed(store, prepared)
+                prepared, vectors = await self._embed(store, prepared)
             except EmbeddingError as exc:
                 # Keep the index usable: write these chunks for keyword search now, embed them next sync.
                 log.warning("embedding failed; indexing keyword-only for now", agent=self.agent.id, error=str(exc))
@@ -168,12 +185,34 @@ class Indexer:
                     total.deleted += await anyio.to_thread.run_sync(delete)
         return total
 
-    async def _embed(self, store: IndexStore, prepared: Sequence[Prepared]) -> list[Vectors | None] | None:
-        """Vectors for each prepared file's chunks (None without a provider)."""
+    async def _embed(
+        self, store: IndexStore, prepared: list[Prepared]
+    ) -> tuple[list[Prepared], list[Vectors | None] | None]:
+        """Vectors for each prepared file's chunks (None without a provider), and the prepared files as
+        they are to be written: a media file the provider refused is skipped, one that changed meanwhile
+        is left for the next sync."""
         provider = self._active.provider
         if provider is None:
-            return None
-        return await embed_prepared(provider, store, prepared, cache=self.settings.cache.enabled, batch=self.batch)
+            return prepared, None
+        cache = self.settings.cache.enabled
+        vectors = await embed_prepared(provider, store, prepared, cache=cache, batch=self.batch)
+        dims = next((int(v.shape[-1]) for v in vectors if v is not None), None)
+        mm = self.settings.multimodal
+        media = await embed_media(
+            provider,
+            store,
+            prepared,
+            cache=cache,
+            dims=dims,
+            rules=self.settings.files,
+            max_file_bytes=mm.max_file_bytes,
+        )
+        out = list(prepared)
+        for i, row in media.vectors.items():
+            vectors[i] = row
+        for i, why in media.dropped.items():
+            out[i] = media_skipped(out[i], "rejected") if why == "rejected" else Prepared(out[i].file, Outcome.VANISHED)
+        return out, vectors
 
     async def _full_reindex(self, progress: ProgressFn | None) -> SyncCounts:
         """Spec §3.10: build everything into a temporary database, then swap it in atomically."""

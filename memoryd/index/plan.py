@@ -15,7 +15,7 @@ from pathlib import Path
 
 import orjson
 
-from memoryd.config import AgentConfig
+from memoryd.config import AgentConfig, MultimodalSettings
 from memoryd.embeddings.base import Fingerprint
 from memoryd.store.index import IndexMeta, now_ms
 
@@ -55,12 +55,29 @@ def scope_report(agent: AgentConfig) -> dict[str, object]:
         "sessionsDir": str(agent.sessions_dir),
         "sources": list(effective_sources(agent)),
         "extraPaths": [str(p) for p in agent.extra_paths],
+        "multimodal": {
+            "enabled": agent.settings.multimodal.active,
+            "modalities": list(agent.settings.multimodal.kinds),
+            "maxFileBytes": agent.settings.multimodal.max_file_bytes,
+        },
     }
 
 
+def multimodal_scope(mm: MultimodalSettings) -> dict[str, object]:
+    """What of the multimodal settings decides which files the index holds (OpenClaw's scope hash part).
+
+    Off, it is the same whatever the other keys say (so neither a size limit nor kinds of a disabled
+    feature rebuild the index), and the same as before multimodal memory existed, so upgrading rebuilds nothing.
+    """
+    if not mm.active:
+        return {"enabled": False, "modalities": [], "maxFileBytes": 0}
+    return {"enabled": True, "modalities": sorted(mm.kinds), "maxFileBytes": mm.max_file_bytes}
+
+
 def scope_hash(agent: AgentConfig) -> str:
+    """Which files the index was built from: extra paths and multimodal settings (a change rebuilds it)."""
     extras = sorted(p.as_posix() for p in agent.extra_paths)
-    data = {"extraPaths": extras, "multimodal": {"enabled": False, "modalities": [], "maxFileBytes": 0}}
+    data = {"extraPaths": extras, "multimodal": multimodal_scope(agent.settings.multimodal)}
     return hashlib.sha256(orjson.dumps(data)).hexdigest()
 
 
@@ -101,7 +118,7 @@ def full_reindex_reasons(
             tuple(sorted(meta.sources)) != tuple(sorted(want.sources)),
             f"sources {meta.sources} -> {want.sources}",
         ),
-        (meta.scope_hash != want.scope_hash, "extra paths changed"),
+        (meta.scope_hash != want.scope_hash, "extra paths or multimodal settings changed"),
         (meta.chunk_tokens != want.chunk_tokens, "chunk size changed"),
         (meta.chunk_overlap != want.chunk_overlap, "chunk overlap changed"),
         (

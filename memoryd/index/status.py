@@ -28,6 +28,7 @@ ORDER: dict[str, tuple[str, ...]] = {
     "requestedProvider": (),
     "sources": (),
     "extraPaths": (),
+    "multimodal": ("enabled", "modalities", "maxFileBytes", "indexed", "skipped"),
     "sourceCounts": (),
     "cache": (),
     "fts": (),
@@ -47,7 +48,8 @@ ORDER: dict[str, tuple[str, ...]] = {
     "lastSync": (),
     "meta": (),
 }
-"""Status fields in print order; a block listed with names is one several parts fill (`embedding`).
+"""Status fields in print order; a block listed with names is one several parts fill (`embedding`,
+`multimodal`).
 A field not listed here goes last, in the order the reports give it."""
 
 

@@ -11,6 +11,12 @@ Rules that differ from OpenClaw on purpose:
 * every file is read through `memoryd.sources.safefile` (no symlink followed below its root, a regular
   file checked on the open descriptor, a size cap per kind, hard links refused unless allowed): a file
   refused there is SKIPPED — its rows are removed and status lists it with the reason.
+
+A media file (multimodal memory) is one chunk, its caption, with no lines, read through the same safe
+reader with `multimodal.max_file_bytes` as its cap; one that cannot be indexed now (too large, not
+what its name says, nothing to embed it, refused by the provider) is MEDIA_SKIPPED: it keeps a file
+row without chunks whose hash names the reason, so it is neither read again nor sent again nor
+reported as changed until it changes, and status counts it.
 """
 
 from __future__ import annotations
@@ -27,11 +33,13 @@ import structlog
 
 from memoryd.config import ChunkingSettings, FilesSettings
 from memoryd.embeddings.base import Vectors
+from memoryd.media import DEFAULT_MAX_FILE_BYTES, NO_LINES, Modality
 from memoryd.sources.chunking import Chunk, chunk_markdown, split_for_input_limit
 from memoryd.sources.discovery import SourceFile
+from memoryd.sources.media import MediaRef, SkipReason, describe
 from memoryd.sources.safefile import RefusedFileError, read_checked
 from memoryd.sources.transcripts import chunk_transcript, parse_transcript
-from memoryd.store.index import FileState, IndexStore
+from memoryd.store.index import SKIPPED, FileState, IndexStore
 
 log = structlog.get_logger(__name__)
 
@@ -48,6 +56,7 @@ class Outcome(Enum):
     UNREADABLE = "unreadable"  # exists but cannot be read: old rows kept
     VANISHED = "vanished"  # deleted between listing and reading
     SKIPPED = "skipped"  # refused by the read rules (too large, not a regular file, a hard link): rows removed
+    MEDIA_SKIPPED = "media-skipped"  # a media file not indexed now: a file row without chunks, naming why
 
 
 @dataclass(slots=True)
@@ -62,16 +71,36 @@ class Prepared:
     error: str = ""
     reason: str = ""  # why a SKIPPED file was refused (memoryd.sources.safefile.RefusalReason)
     transient: bool = False  # UNREADABLE for want of a resource (descriptors, memory): worth a retry soon
+    media: MediaRef | None = None
+    """A media file to embed with its bytes (re-read at embedding time); None for text."""
+
+    @property
+    def media_skip(self) -> str:
+        """Why a media file is not indexed (MEDIA_SKIPPED, or UNCHANGED since); "" otherwise."""
+        return self.hash.removeprefix(SKIPPED) if self.hash.startswith(SKIPPED) else ""
+
+
+@dataclass(frozen=True, slots=True)
+class MediaOptions:
+    """How media files are prepared: their size limit, and whether the provider in use can embed them."""
+
+    max_file_bytes: int = DEFAULT_MAX_FILE_BYTES
+    embeddable: bool = False
+
+
+def media_skipped(item: Prepared, reason: SkipReason) -> Prepared:
+    """`item` as a media file that is not indexed, for `reason`."""
+    return Prepared(item.file, Outcome.MEDIA_SKIPPED, hash=SKIPPED + reason, mtime_ns=item.mtime_ns, size=item.size)
 
 
 TRANSIENT_ERRNOS = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOMEM, errno.EAGAIN, errno.EINTR})
 """Read failures that say nothing about the file: the process ran out of something; a retry will do."""
 
 
-def read_source(file: SourceFile, files: FilesSettings) -> tuple[bytes, os.stat_result]:
-    """Read a source file whole through the safe reader, with its kind's size cap (its own function so
-    fault tests can make one file unreadable)."""
-    limit = files.max_transcript_bytes if file.source == "sessions" else files.max_markdown_bytes
+def read_source(file: SourceFile, files: FilesSettings, max_bytes: int | None = None) -> tuple[bytes, os.stat_result]:
+    """Read a source file whole through the safe reader, with its kind's size cap or `max_bytes` (a media
+    file's) (its own function so fault tests can make one file unreadable)."""
+    limit = max_bytes if max_bytes is not None else _cap(file, files)
     return read_checked(
         file.abs_path, max_bytes=limit, allow_hard_links=files.allow_hard_links, root=file.root, shown=file.path
     )
@@ -79,9 +108,14 @@ def read_source(file: SourceFile, files: FilesSettings) -> tuple[bytes, os.stat_
 
 def _may_skip_reading(st: os.stat_result, file: SourceFile, files: FilesSettings) -> bool:
     """Whether the `lstat` of a file allows trusting an unchanged size and mtime without opening it:
-    a regular file within its cap and no hard link (else it is opened, and refused there)."""
-    limit = files.max_transcript_bytes if file.source == "sessions" else files.max_markdown_bytes
-    return stat.S_ISREG(st.st_mode) and st.st_size <= limit and (st.st_nlink <= 1 or files.allow_hard_links)
+    a regular file within its cap and no hard link (else it is opened, and refused there). A media file
+    over its cap is trusted too: its row says it was skipped as too large."""
+    within = file.modality is not None or st.st_size <= _cap(file, files)
+    return stat.S_ISREG(st.st_mode) and within and (st.st_nlink <= 1 or files.allow_hard_links)
+
+
+def _cap(file: SourceFile, files: FilesSettings) -> int:
+    return files.max_transcript_bytes if file.source == "sessions" else files.max_markdown_bytes
 
 
 def prepare(
@@ -92,6 +126,7 @@ def prepare(
     full: bool,
     max_input_bytes: int | None = None,
     rules: FilesSettings | None = None,
+    media: MediaOptions | None = None,
 ) -> Prepared:
     """Stat, read, hash and chunk one file, deciding whether its rows must change.
 
@@ -99,6 +134,7 @@ def prepare(
     pieces within it (same lines), so a raised `chunking.tokens` never sends the provider an input it
     rejects. None (keyword-only) keeps chunks whole, as OpenClaw does without a provider.
     `rules`: the read rules (size caps, hard links); default FilesSettings().
+    `media`: how image and audio files are prepared (the defaults skip them: nothing embeds them).
     """
     rules = rules if rules is not None else FilesSettings()
     try:
@@ -113,6 +149,8 @@ def prepare(
     trusted = _may_skip_reading(st, file, rules)
     if not full and state is not None and unchanged_stat and trusted and not state.hash.startswith(NO_VECTORS):
         return Prepared(file, Outcome.UNCHANGED, hash=state.hash, mtime_ns=st.st_mtime_ns, size=st.st_size)
+    if file.modality is not None:
+        return _prepare_media(file, state, st, rules, media or MediaOptions(), full=full)
     try:
         data, st = read_source(file, rules)
     except RefusedFileError as exc:
@@ -141,6 +179,52 @@ def prepare(
     )
 
 
+def _prepare_media(
+    file: SourceFile,
+    state: FileState | None,
+    st: os.stat_result,
+    rules: FilesSettings,
+    media: MediaOptions,
+    *,
+    full: bool,
+) -> Prepared:
+    """One media file: skipped (no provider, too large, not what its name says) or its caption chunk.
+
+    The bytes are read here to hash and sniff them, then dropped: embedding re-reads the file, so a
+    sync holds at most the file being embedded, never a batch of them, in memory.
+    """
+    modality: Modality | None = file.modality
+    assert modality is not None
+    seen = Prepared(file, Outcome.CHANGED, mtime_ns=st.st_mtime_ns, size=st.st_size)
+    if not media.embeddable:
+        return media_skipped(seen, "no-provider")
+    if st.st_size > media.max_file_bytes:
+        return media_skipped(seen, "too-large")
+    try:
+        data, st = read_source(file, rules, max_bytes=media.max_file_bytes)
+    except RefusedFileError as exc:
+        if exc.reason == "too-large":  # it grew since it was listed
+            return media_skipped(seen, "too-large")
+        log.warning("file not indexed", path=file.path, reason=exc.reason, error=str(exc))
+        return Prepared(file, Outcome.SKIPPED, error=str(exc), reason=exc.reason)
+    except (FileNotFoundError, NotADirectoryError):
+        return Prepared(file, Outcome.VANISHED)
+    except OSError as exc:
+        log.warning("cannot read file; keeping its indexed rows", path=file.path, error=exc.strerror)
+        return Prepared(
+            file, Outcome.UNREADABLE, error=exc.strerror or str(exc), transient=exc.errno in TRANSIENT_ERRNOS
+        )
+    found = describe(file.path, modality, data)
+    if isinstance(found, str):
+        return media_skipped(Prepared(file, Outcome.CHANGED, mtime_ns=st.st_mtime_ns, size=st.st_size), found)
+    if not full and state is not None and state.hash == found.hash:
+        return Prepared(file, Outcome.TOUCHED, hash=found.hash, mtime_ns=st.st_mtime_ns, size=st.st_size)
+    chunk = Chunk(NO_LINES, NO_LINES, found.caption, found.hash)
+    return Prepared(
+        file, Outcome.CHANGED, hash=found.hash, mtime_ns=st.st_mtime_ns, size=len(data), chunks=[chunk], media=found
+    )
+
+
 def prepare_many(
     files: Sequence[SourceFile],
     states: dict[str, FileState],
@@ -149,9 +233,11 @@ def prepare_many(
     full: bool,
     max_input_bytes: int | None = None,
     rules: FilesSettings | None = None,
+    media: MediaOptions | None = None,
 ) -> list[Prepared]:
     return [
-        prepare(f, states.get(f.path), chunking, full=full, max_input_bytes=max_input_bytes, rules=rules) for f in files
+        prepare(f, states.get(f.path), chunking, full=full, max_input_bytes=max_input_bytes, rules=rules, media=media)
+        for f in files
     ]
 
 
@@ -218,6 +304,20 @@ def write_prepared(
             elif item.outcome is Outcome.SKIPPED:
                 counts.skipped[f.path] = (item.reason, item.error)
                 counts.deleted += store.delete_files(f.source, [f.path])
+            elif item.outcome is Outcome.MEDIA_SKIPPED:
+                counts.indexed += 1  # rows written: its old chunks, if any, are gone
+                log.info("media file not indexed", path=f.path, reason=item.media_skip)
+                store.replace_file(
+                    source=f.source,
+                    path=f.path,
+                    file_hash=item.hash,
+                    mtime_ns=item.mtime_ns,
+                    size=item.size,
+                    bad_lines=0,
+                    chunks=[],
+                    model=model,
+                    vectors=None,
+                )
             else:
                 counts.deleted += store.delete_files(f.source, [f.path])
     return counts

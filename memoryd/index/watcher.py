@@ -30,6 +30,7 @@ from anyio.abc import TaskStatus
 from memoryd.errors import describe
 from memoryd.index.actor import AgentIndex
 from memoryd.index.roots import place_error, still_unreadable, unreadable_roots
+from memoryd.media import classify
 from memoryd.sources.discovery import IGNORED_DIRS, ROOT_NOTES
 from memoryd.sources.transcripts import is_transcript_name
 
@@ -274,10 +275,13 @@ class Watcher:
         ws = str(agent.workspace)
         if path in {os.path.join(ws, n) for n in ROOT_NOTES}:
             return True
-        roots = [os.path.join(ws, "memory"), *(str(p) for p in agent.extra_paths)]
-        for root in roots:
+        extras = [str(p) for p in agent.extra_paths]
+        name = os.path.basename(path)
+        # An image or audio file of an enabled kind in an extra path (multimodal memory).
+        if classify(name, agent.settings.multimodal.kinds) is not None:
+            return any(_inside(path, root) and not _ignored(path, root) for root in extras)
+        for root in [os.path.join(ws, "memory"), *extras]:
             if _inside(path, root) and not _ignored(path, root):
-                name = os.path.basename(path)
                 # A markdown file, or a directory (created, removed or renamed) that may hold some.
                 return name.lower().endswith(".md") or "." not in name or os.path.isdir(path)
         return False

@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Literal
 
+from memoryd.media import NO_LINES
 from memoryd.search.pipeline import SearchResult
 from memoryd.search.request import SearchResponse
 
@@ -42,7 +43,9 @@ def include_citations(mode: CitationsMode, session_key: str | None) -> bool:
 
 
 def location(result: SearchResult) -> str:
-    """`path#L<s>` or `path#L<s>-L<e>`."""
+    """`path#L<s>` or `path#L<s>-L<e>`; the path alone for an image or audio file (it has no lines)."""
+    if result.start_line == NO_LINES:
+        return result.path
     if result.start_line == result.end_line:
         return f"{result.path}#L{result.start_line}"
     return f"{result.path}#L{result.start_line}-L{result.end_line}"

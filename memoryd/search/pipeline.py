@@ -22,6 +22,7 @@ from typing import Literal
 import apsw
 
 from memoryd.config import Fusion, MemorySearchSettings
+from memoryd.media import NO_LINES, media_kind
 from memoryd.search.decay import apply_decay
 from memoryd.search.expand import extract_keywords
 from memoryd.search.fuse import DEFAULT_RRF_K, Candidate, merge_rrf, merge_weighted, ranking_key, select_results
@@ -63,7 +64,7 @@ class SearchResult:
     """`path#L<s>-L<e>` once `search.citations` decorated the result; None when citations are off."""
 
     def to_dict(self) -> dict[str, object]:
-        return {
+        out: dict[str, object] = {
             "path": self.path,
             "startLine": self.start_line,
             "endLine": self.end_line,
@@ -72,6 +73,9 @@ class SearchResult:
             "source": self.source,
             "citation": self.citation,
         }
+        if self.start_line == NO_LINES:  # an image or audio file (multimodal memory): no lines
+            out["kind"] = media_kind(self.path)
+        return out
 
 
 @dataclass(frozen=True, slots=True)

@@ -3,6 +3,8 @@
 Differences from OpenClaw, on purpose: the watcher's ignore list (`.git`, `node_modules`, …)
 applies while indexing too, and results are sorted so every run sees the same order.
 Symlinks are skipped (files, directories and extra roots alike), as upstream does.
+With multimodal memory on, images and audio files of the enabled kinds are listed too, from the
+extra paths only (never from `memory/`, as upstream), each with its kind.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from typing import Literal
 
 import structlog
 
+from memoryd.media import Modality, classify
 from memoryd.sources.transcripts import is_transcript_name
 
 log = structlog.get_logger(__name__)
@@ -40,6 +43,8 @@ class SourceFile:
     path: str
     abs_path: Path
     root: Path | None = None
+    modality: Modality | None = None
+    """The kind of an image or audio file (multimodal memory); None for markdown and transcripts."""
 
 
 def index_path(abs_path: Path, workspace: Path) -> str:
@@ -55,8 +60,9 @@ def _is_markdown(name: str) -> bool:
     return name.lower().endswith(".md")
 
 
-def _walk(root: Path, unlisted: list[Path] | None = None) -> Iterator[Path]:
-    """Regular `.md` files below `root`, skipping symlinks and ignored directories, sorted.
+def _walk(root: Path, unlisted: list[Path] | None = None, media: Sequence[Modality] = ()) -> Iterator[Path]:
+    """Regular `.md` files (and media files of the `media` kinds) below `root`, skipping symlinks and
+    ignored directories, sorted.
 
     A directory that exists but cannot be listed is added to `unlisted`: its files are not
     gone, and the caller must not treat them as deleted.
@@ -76,8 +82,10 @@ def _walk(root: Path, unlisted: list[Path] | None = None) -> Iterator[Path]:
                 continue
             if entry.is_dir(follow_symlinks=False):
                 if entry.name.lower() not in IGNORED_DIRS:
-                    yield from _walk(Path(entry.path), unlisted)
-            elif entry.is_file(follow_symlinks=False) and _is_markdown(entry.name):
+                    yield from _walk(Path(entry.path), unlisted, media)
+            elif entry.is_file(follow_symlinks=False) and (
+                _is_markdown(entry.name) or classify(entry.name, media) is not None
+            ):
                 yield Path(entry.path)
         except OSError:
             continue
@@ -101,10 +109,15 @@ def _regular_file(path: Path, unlisted: list[Path] | None = None) -> bool:
 
 
 def list_memory_files(
-    workspace: Path, extra_paths: Sequence[Path] = (), *, unlisted: list[Path] | None = None
+    workspace: Path,
+    extra_paths: Sequence[Path] = (),
+    *,
+    unlisted: list[Path] | None = None,
+    media: Sequence[Modality] = (),
 ) -> list[SourceFile]:
     """MEMORY.md, memory.md, memory/**/*.md, then the extra paths; de-duplicated by real path.
 
+    `media`: the kinds of image and audio files also taken from the extra paths (multimodal memory).
     Paths that exist but cannot be inspected or listed (permissions, I/O errors) are appended to
     `unlisted`, so that a sync keeps the rows of the files it could not see.
     """
@@ -123,8 +136,8 @@ def list_memory_files(
             log.info("extra path is a symlink; skipped", path=str(extra))
             continue
         if stat.S_ISDIR(mode):
-            found.extend((p, extra) for p in _walk(extra, unlisted))
-        elif stat.S_ISREG(mode) and _is_markdown(extra.name):
+            found.extend((p, extra) for p in _walk(extra, unlisted, media))
+        elif stat.S_ISREG(mode) and (_is_markdown(extra.name) or classify(extra.name, media) is not None):
             found.append((extra, extra.parent))
     seen: set[str] = set()
     result: list[SourceFile] = []
@@ -136,7 +149,8 @@ def list_memory_files(
         if real in seen:
             continue
         seen.add(real)
-        result.append(SourceFile("memory", index_path(path, workspace), path, root))
+        kind = None if _is_markdown(path.name) else classify(path.name, media)
+        result.append(SourceFile("memory", index_path(path, workspace), path, root, kind))
     return result
 
 

@@ -20,6 +20,7 @@ from pathlib import Path
 
 from memoryd.config.settings import DEFAULT_MAX_MARKDOWN_BYTES
 from memoryd.errors import AccessDeniedError, NotFoundError, SourceError
+from memoryd.media import media_kind
 from memoryd.sources.discovery import is_memory_path
 from memoryd.sources.safefile import open_checked
 
@@ -55,6 +56,12 @@ def resolve_allowed(raw: str, workspace: Path, extra_paths: Sequence[Path]) -> t
     text = raw.strip().replace("\\", "/")
     candidate = Path(text) if os.path.isabs(text) else workspace / text
     normal = Path(os.path.normpath(candidate))
+    kind = media_kind(normal.name)
+    if kind is not None:
+        raise AccessDeniedError(
+            f"{raw}: an {kind} file has no text to read; memory_get reads markdown (.md) memory files only "
+            "(its search result, path and caption, is all the index holds of it)"
+        )
     if not normal.name.lower().endswith(".md"):
         raise AccessDeniedError(f"{raw}: only markdown (.md) memory files can be read")
     ws = os.path.normpath(workspace)

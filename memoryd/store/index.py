@@ -25,6 +25,9 @@ GENERATION_KEY = "generation"
 """Meta key of a random token replaced by every write of chunk rows: in-process caches of the
 index (the exact vector fallback's matrix) compare it to know they are stale, even across a swap."""
 CACHE_LOOKUP_BATCH = 400
+SKIPPED = "skipped:"
+"""Prefix of the hash of a file row kept without chunks on purpose (a media file that cannot be indexed
+now; the rest names why): not an indexed file, so `counts` leaves it out."""
 
 
 def now_ms() -> int:
@@ -269,7 +272,10 @@ class IndexStore:
     def counts(self) -> list[SourceCount]:
         with translated("counting"):
             files: dict[str, int] = {
-                str(s): int(n) for s, n in self.conn.execute("SELECT source, COUNT(*) FROM files GROUP BY source")
+                str(s): int(n)
+                for s, n in self.conn.execute(
+                    "SELECT source, COUNT(*) FROM files WHERE hash NOT LIKE ? GROUP BY source", (SKIPPED + "%",)
+                )
             }
             chunks: dict[str, int] = {
                 str(s): int(n) for s, n in self.conn.execute("SELECT source, COUNT(*) FROM chunks GROUP BY source")

@@ -22,6 +22,8 @@ To add an API (async batch jobs, files), subclass a fake, keep state on the inst
 
 from __future__ import annotations
 
+import base64
+import binascii
 import hashlib
 import re
 from abc import ABC, abstractmethod
@@ -318,10 +320,26 @@ _GEMINI_REQUEST_FIELDS = frozenset({"model", "content", "taskType", "title", "ou
 
 
 class GeminiFake(EmbeddingFake):
-    """`models/{model}:embedContent` and `:batchEmbedContents` (at most 100), key in `x-goog-api-key`."""
+    """`models/{model}:embedContent` and `:batchEmbedContents` (at most 100), key in `x-goog-api-key`.
+
+    Multimodal content as the API takes it: a request's `content.parts` may hold, besides `text` parts,
+    `inlineData` (or `inline_data`) parts `{mimeType, data: base64}`, accepted only by the Gemini
+    Embedding 2 models, and one vector answers for all the parts of a request. `max_request_bytes`
+    refuses a bigger request body as Google does ("Request payload size exceeds the limit", 400), or
+    with its front end's HTML 413 when `oversize_html` is set. `media` records every inline part seen.
+    """
 
     api_prefix = "/v1beta"
     max_inputs = 100
+
+    def __init__(self, *, api_key: str | None = "test-key", dims: int = DEFAULT_DIMS) -> None:
+        super().__init__(api_key=api_key, dims=dims)
+        self.media_models = frozenset({"gemini-embedding-2", "gemini-embedding-2-preview"})
+        """Models that take inline data; any other answers it with a 400."""
+        self.max_request_bytes: int | None = None
+        self.oversize_html = False
+        self.media: list[tuple[str, bytes]] = []
+        """(MIME type, bytes) of every inline part of an answered request, in order."""
 
     def embedding_routes(self) -> list[tuple[str, str]]:
         return [("POST", r"/v1beta/models/([^/:]+):(embedContent|batchEmbedContents)")]
@@ -405,6 +423,43 @@ class GeminiFake(EmbeddingFake):
             f"number of tokens allowed {limit}."
         )
 
+    def payload_too_large(self) -> Reply:
+        limit = self.max_request_bytes
+        if self.oversize_html:
+            page = (
+                "<!DOCTYPE html><html lang=en><title>Error 413 (Request Entity Too Large)!!1</title>"
+                "<p><b>413.</b> <ins>That's an error.</ins><p>Your client issued a request that was too large."
+            )
+            return Reply(413, page.encode(), (("Content-Type", "text/html; charset=UTF-8"),))
+        return self.error(400, f"Request payload size exceeds the limit: {limit} bytes.")
+
+    def _check_part(self, part: dict[str, Any], n: int, model: str) -> str | None:
+        where = f"* EmbedContentRequest.content.parts[{n}]"
+        if set(part) == {"text"}:
+            return None if isinstance(part["text"], str) else f"{where}.text: must be a string"
+        inline = part.get("inlineData", part.get("inline_data"))
+        if len(part) != 1 or not isinstance(inline, dict):
+            return f'Invalid JSON payload received. Unknown name "{sorted(part)[0]}" at parts[{n}]: Cannot find field.'
+        mime, data = inline.get("mimeType", inline.get("mime_type")), inline.get("data")
+        if not isinstance(mime, str) or "/" not in mime:
+            return f"{where}.inline_data.mime_type: a MIME type is required"
+        try:
+            base64.b64decode(data if isinstance(data, str) else "", validate=True)
+        except (binascii.Error, ValueError):
+            return f"{where}.inline_data.data: Invalid value (bytes), base64 decoding failed"
+        if model not in self.media_models:
+            return f"{where}: inline_data is not supported by models/{model}; only text input is supported"
+        return None
+
+    @staticmethod
+    def _content_key(parts: list[dict[str, Any]]) -> str:
+        """What a request's vector is made from: its text parts, and the hash of each inline part's bytes."""
+        out = []
+        for part in parts:
+            mime, data = _inline(part)
+            out.append(f"<{mime}:{hashlib.sha256(data).hexdigest()}>" if mime else part["text"])
+        return "".join(out)
+
     def _check_request(self, item: object, model: str) -> str | None:
         if not isinstance(item, dict):
             return "Invalid JSON payload received. Request must be an object."
@@ -414,8 +469,12 @@ class GeminiFake(EmbeddingFake):
         if item.get("model", f"models/{model}") != f"models/{model}":
             return f"Model {item.get('model')} does not match the model of the request, models/{model}."
         parts = item.get("content", {}).get("parts") if isinstance(item.get("content"), dict) else None
-        if not isinstance(parts, list) or not parts or not all(isinstance(p.get("text"), str) for p in parts):
+        if not isinstance(parts, list) or not parts or not all(isinstance(p, dict) for p in parts):
             return "* EmbedContentRequest.content: contents.parts must not be empty."
+        for n, part in enumerate(parts):
+            problem = self._check_part(part, n, model)
+            if problem:
+                return problem
         if item.get("taskType", "TASK_TYPE_UNSPECIFIED") not in _TASK_TYPES:
             return f"Invalid value at 'task_type', \"{item.get('taskType')}\""
         dims = item.get("outputDimensionality")
@@ -440,12 +499,17 @@ class GeminiFake(EmbeddingFake):
             problem = self._check_request(item, model)
             if problem:
                 return self.bad_request(problem)
-        texts = ["".join(p["text"] for p in item["content"]["parts"]) for item in items]
+        texts = ["".join(p["text"] for p in item["content"]["parts"] if "text" in p) for item in items]
         problem = self.too_long(texts)
         if problem:
             return self.bad_request(problem)
+        if self.max_request_bytes is not None and len(request.body) > self.max_request_bytes:
+            return self.payload_too_large()
+        texts = [self._content_key(item["content"]["parts"]) for item in items]
         dims = items[0].get("outputDimensionality")
         values = [{"values": v} for v in self.vectors(texts, dims, tweak)]
+        for item in items:
+            self.media += [(m, d) for m, d in map(_inline, item["content"]["parts"]) if m]
         if tweak.reverse:
             values.reverse()
         if method == "embedContent":
@@ -466,6 +530,14 @@ _HELP = {
         }
     ],
 }
+
+
+def _inline(part: dict[str, Any]) -> tuple[str, bytes]:
+    """(MIME type, bytes) of an inline data part; ("", b"") for a text part."""
+    inline = part.get("inlineData", part.get("inline_data"))
+    if not isinstance(inline, dict):
+        return "", b""
+    return str(inline.get("mimeType", inline.get("mime_type"))), base64.b64decode(inline["data"])
 
 
 def _quota_failure(quota_id: str) -> dict[str, Any]:
