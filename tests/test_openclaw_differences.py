@@ -90,10 +90,14 @@ def _compat_rows() -> None:
 
 
 def _out_of_range() -> None:
-    assert _settings(chunking={"tokens": 400, "overlap": 1000}).chunking.overlap == 399
-    assert _settings(query={"min_score": 7.0}).query.min_score == 1.0
+    with pytest.raises(ConfigError, match=r"chunking\.overlap: must be below chunking\.tokens"):
+        _settings(chunking={"tokens": 400, "overlap": 1000})
+    with pytest.raises(ConfigError, match=r"query\.min_score: must be between 0 and 1"):
+        _settings(query={"min_score": 7.0})
     with pytest.raises(ConfigError, match="max_file_bytes"):
         _settings(multimodal={"max_file_bytes": 0})
+    clamped = config_mod.normalise(MemorySearchSettings(chunking=config_mod.ChunkingSettings(400, 1000)))
+    assert clamped.chunking.overlap == 399  # settings built in code keep OpenClaw's clamps
 
 
 def _sources() -> None:
