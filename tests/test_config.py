@@ -48,22 +48,31 @@ def test_agent_overrides_merge_key_by_key_over_defaults(tmp_path: Path) -> None:
     assert q.hybrid.mmr.lambda_ == 0.4
 
 
-def test_clamps_follow_the_spec(tmp_path: Path) -> None:
-    cfg = config_mod.build(
-        {
-            "agents": {
-                "a": {
-                    "workspace": str(tmp_path),
-                    "chunking": {"tokens": 0, "overlap": 50},
-                    "query": {
-                        "min_score": 3.0,
-                        "hybrid": {"vector_weight": 0, "text_weight": 0, "candidate_multiplier": 99},
-                    },
-                }
-            }
-        }
+def test_out_of_range_values_are_errors_where_openclaw_clamps(tmp_path: Path) -> None:
+    """OpenClaw clamps these silently (spec §1); memoryd names the key (tests/test_config_ranges.py has them all)."""
+    for table, key in (
+        ({"chunking": {"tokens": 0}}, "agents.a.chunking.tokens"),
+        ({"query": {"min_score": 3.0}}, "agents.a.query.min_score"),
+        ({"query": {"hybrid": {"candidate_multiplier": 99}}}, "agents.a.query.hybrid.candidate_multiplier"),
+        ({"query": {"hybrid": {"vector_weight": 0, "text_weight": 0}}}, "agents.a.query.hybrid.text_weight"),
+    ):
+        with pytest.raises(ConfigError) as info:
+            config_mod.build({"agents": {"a": {"workspace": str(tmp_path), **table}}})
+        assert info.value.key == key
+
+
+def test_normalise_keeps_openclaws_clamps_for_settings_built_in_code() -> None:
+    raw = config_mod.MemorySearchSettings(
+        chunking=config_mod.ChunkingSettings(tokens=0, overlap=50),
+        query=dataclasses.replace(
+            config_mod.QuerySettings(),
+            min_score=3.0,
+            hybrid=dataclasses.replace(
+                config_mod.HybridSettings(), vector_weight=0, text_weight=0, candidate_multiplier=99
+            ),
+        ),
     )
-    s = cfg.agent("a").settings
+    s = config_mod.normalise(raw)
     assert (s.chunking.tokens, s.chunking.overlap) == (1, 0)
     assert s.query.min_score == 1.0
     assert (s.query.hybrid.vector_weight, s.query.hybrid.text_weight) == (0.7, 0.3)

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, Literal, TypeVar
 
 from memoryd import paths
+from memoryd.config import ranges
 from memoryd.config.normalise import check_multimodal, normalise
 from memoryd.config.sessions import SESSIONS_PREFIX, SessionRoot, parse_presets, session_roots
 from memoryd.config.settings import MemorySearchSettings
@@ -154,7 +155,10 @@ def _agent(agent_id: str, table: Mapping[str, object], defaults: MemorySearchSet
         raise ConfigError(f"agents.{agent_id}", "agent ids use letters, digits, '.', '_' and '-' (max 64)")
     prefix = f"agents.{agent_id}"
     overrides = {k: v for k, v in table.items() if k not in AGENT_ONLY_KEYS}
-    settings = normalise(_append_lists(defaults, merge(defaults, overrides, prefix), overrides))
+    merged = merge(defaults, overrides, prefix)
+    ranges.check_table(merged, overrides, prefix, ranges.SETTINGS)
+    ranges.check_consistency(merged, overrides, prefix)
+    settings = normalise(_append_lists(defaults, merged, overrides))
     settings = dataclasses.replace(settings, qmd=normalise_qmd(settings.qmd, f"{prefix}.qmd"))
     check_multimodal(settings, prefix)
     raw_ws = table.get("workspace")
@@ -212,7 +216,9 @@ def build(
     if unknown:
         raise ConfigError(sorted(unknown)[0], "unknown top-level table (known: daemon, defaults, agents)")
     daemon = merge(DaemonSettings(), _table(data, "daemon"), "daemon")
+    ranges.check_table(daemon, _table(data, "daemon"), "daemon", ranges.DAEMON)
     defaults = merge(MemorySearchSettings(), _table(data, "defaults"), "defaults")
+    ranges.check_table(defaults, _table(data, "defaults"), "defaults", ranges.SETTINGS)
     defaults = dataclasses.replace(defaults, qmd=normalise_qmd(defaults.qmd, "defaults.qmd"))
     state = (state_dir or paths.state_dir()).expanduser().absolute()
     agents_table = _table(data, "agents")

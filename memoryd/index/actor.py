@@ -178,6 +178,7 @@ class AgentIndex:
             wait_fresh_ms=wait_fresh_ms,
             session_key=session_key,
         )
+        self.scheduler.session_started(session_key)
         resp = await self.qmd.search(request) if self.qmd is not None else await self._builtin_search(request)
         return cite(resp, self.agent.settings.citations, session_key)
 

@@ -39,6 +39,10 @@ EMBEDDING_RETRY_MAX_S = 900.0
 """The longest wait between two retries of files left without vectors (the delay doubles up to this)."""
 
 
+MAX_CONVERSATIONS = 10_000
+"""Session keys remembered for `sync.on_session_start`."""
+
+
 @dataclass(slots=True)
 class SyncJob:
     """A request to sync, possibly with someone waiting for its report."""
@@ -75,6 +79,7 @@ class SyncScheduler:
         self._synced = anyio.Event()
         self._last_result: SyncReport | BaseException | None = None
         self._search_sync_posted = False
+        self._conversations: set[str] = set()  # session keys whose first search started a sync
         sessions = self.settings.sync.sessions
         self._sessions = SessionDeltaTracker(sessions.delta_bytes, sessions.delta_messages)
         self._transcripts = TranscriptFeed(sessions.debounce_ms / 1000)
@@ -154,6 +159,17 @@ class SyncScheduler:
         """A search is about to read the index: a dirty one gets a background sync (sync.on_search)."""
         if self.settings.sync.on_search and self._sync_wanted():
             self._post_search_sync()
+
+    def session_started(self, session_key: str | None) -> bool:
+        """The first search of a conversation (a session key not seen before) starts a background sync,
+        as OpenClaw's `sync.onSessionStart` does once per key; True when it did."""
+        if not session_key or not self.settings.sync.on_session_start or session_key in self._conversations:
+            return False
+        if len(self._conversations) >= MAX_CONVERSATIONS:
+            self._conversations.clear()  # bounded memory: a forgotten key costs one more cheap delta sync
+        self._conversations.add(session_key)
+        self.post(SyncJob("session-start"))
+        return True
 
     async def wait_fresh(self) -> None:
         """Until every change made before this call is indexed, or a sync fails (the caller bounds the wait).
