@@ -40,6 +40,7 @@ from memoryd.index.sync import (
     write_prepared,
 )
 from memoryd.sources.discovery import SourceFile
+from memoryd.sources.transcripts import UNKNOWN
 from memoryd.store import schema
 from memoryd.store.index import IndexMeta, IndexStore
 from memoryd.store.reindex import Rebuild
@@ -66,6 +67,7 @@ class Indexer:
         self._active = provider
         self._state = state
         self.batch = batch
+        self._warned: set[str] = set()  # unrecognised transcripts already logged (a rebuild knows no old format)
 
     def full_reindex_reasons(self, meta: IndexMeta | None) -> list[str]:
         """Why the index must be rebuilt from scratch (spec §3.9); empty when a delta sync will do."""
@@ -148,8 +150,10 @@ class Indexer:
                     max_input_bytes=limit,
                     rules=rules,
                     media=media,
+                    subagents=self.settings.transcripts.subagents,
                 )
             )
+            self._warn_unrecognised(prepared)
             try:
                 prepared, vectors = await self._embed(store, prepared)
             except EmbeddingError as exc:
@@ -184,6 +188,19 @@ class Indexer:
 
                     total.deleted += await anyio.to_thread.run_sync(delete)
         return total
+
+    def _warn_unrecognised(self, prepared: Sequence[Prepared]) -> None:
+        """Log, once per file, a transcript no adapter understands (it is indexed as empty: say why)."""
+        for item in prepared:
+            if item.format != UNKNOWN or item.previous_format == UNKNOWN or item.file.path in self._warned:
+                continue
+            self._warned.add(item.file.path)
+            log.warning(
+                "transcript in no format memoryd reads (OpenClaw, Claude Code, Codex): indexed as empty",
+                agent=self.agent.id,
+                path=item.file.path,
+                malformed_lines=item.bad_lines,
+            )
 
     async def _embed(
         self, store: IndexStore, prepared: list[Prepared]

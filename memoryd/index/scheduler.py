@@ -29,7 +29,8 @@ from memoryd.errors import DaemonError, MemorydError, describe, first_error
 from memoryd.index.engine import IndexEngine
 from memoryd.index.sessions import SessionDeltaTracker, TranscriptFeed
 from memoryd.index.state import SyncReport
-from memoryd.sources.discovery import list_session_files
+from memoryd.sources.discovery import list_all_session_files
+from memoryd.sources.session_roots import SessionRoot, transcript_index_path
 
 log = structlog.get_logger(__name__)
 
@@ -200,7 +201,8 @@ class SyncScheduler:
         }
 
     def pending_transcripts(self) -> int:
-        return len({_index_path(p) for p in self._transcripts.paths()} | self.engine.state.dirty_sessions)
+        roots = self.agent.session_roots
+        return len({_index_path(roots, p) for p in self._transcripts.paths()} | self.engine.state.dirty_sessions)
 
     def _post_search_sync(self) -> None:
         """One request on behalf of searches is enough until a sync starts."""
@@ -295,7 +297,7 @@ class SyncScheduler:
 
     def _baseline_sessions(self, synced: tuple[Path, ...]) -> None:
         """Count growth from here on for the transcripts the sync indexed (every one when not targeted)."""
-        for path in synced or [f.abs_path for f in list_session_files(self.agent.sessions_dir)]:
+        for path in synced or [f.abs_path for f in list_all_session_files(self.agent.session_roots)]:
             self._sessions.baseline(path)
 
     async def _transcript_loop(self) -> None:
@@ -320,7 +322,7 @@ class SyncScheduler:
                 self.engine.mark_dirty()  # a deleted transcript's rows go in a full delta sync
                 self.post(SyncJob("session-delta"))
             if due:
-                self.engine.mark_dirty(sessions=[_index_path(p) for p in due])
+                self.engine.mark_dirty(sessions=[_index_path(self.agent.session_roots, p) for p in due])
                 self.post(SyncJob("session-delta", session_files=tuple(due)))
             if len(feed):
                 self._transcript_wakeup.set()  # still growing: look again once it may have gone quiet
@@ -331,7 +333,8 @@ class SyncScheduler:
         gone = False
         if quiet:
             differ = set(self.engine.drift(quiet))
-            due.extend(p for p in quiet if p not in due and _index_path(p) in differ)
+            roots = self.agent.session_roots
+            due.extend(p for p in quiet if p not in due and _index_path(roots, p) in differ)
             gone = any(not os.path.lexists(p) for p in quiet)
         return due, gone
 
@@ -355,6 +358,6 @@ class SyncScheduler:
             self.post(SyncJob("interval"))
 
 
-def _index_path(transcript: Path) -> str:
+def _index_path(roots: tuple[SessionRoot, ...], transcript: Path) -> str:
     """How the index names a transcript (as `engine.drift` and the dirty set do)."""
-    return f"sessions/{transcript.name}"
+    return transcript_index_path(roots, transcript) or f"sessions/{transcript.name}"
