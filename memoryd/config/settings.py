@@ -95,6 +95,15 @@ class SessionSyncSettings:
 
 
 @dataclass(frozen=True, slots=True)
+class TranscriptSettings:
+    """How session transcripts are read (memoryd's own; OpenClaw has no sub-agents to skip)."""
+
+    subagents: bool = False
+    """Index sub-agent turns too: Claude Code's sidechain records (`isSidechain`, the `subagents/`
+    files) and Codex rollouts of a sub-agent thread. Off: only the conversation the user had."""
+
+
+@dataclass(frozen=True, slots=True)
 class SyncSettings:
     on_session_start: bool = True
     on_search: bool = True
@@ -222,6 +231,7 @@ class MemorySearchSettings:
     store: StoreSettings = field(default_factory=StoreSettings)
     chunking: ChunkingSettings = field(default_factory=ChunkingSettings)
     sync: SyncSettings = field(default_factory=SyncSettings)
+    transcripts: TranscriptSettings = field(default_factory=TranscriptSettings)
     query: QuerySettings = field(default_factory=QuerySettings)
     cache: CacheSettings = field(default_factory=CacheSettings)
     files: FilesSettings = field(default_factory=FilesSettings)
