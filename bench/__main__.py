@@ -15,12 +15,13 @@ from bench import (
     index_bench,
     redact_bench,
     search_bench,
+    transcript_bench,
     write_bench,
 )
 from bench.corpus import CorpusSpec
 from memoryd import logging as logs
 
-SECTIONS = ("index", "search", "embed", "daemon", "fresh", "write", "redact", "cli")
+SECTIONS = ("index", "search", "embed", "daemon", "fresh", "write", "redact", "cli", "transcripts")
 
 
 def main() -> int:
@@ -51,6 +52,8 @@ def main() -> int:
             redact_bench.main(args.out, args.quick)
         elif section == "cli":
             cli_bench.main(args.out, args.quick)
+        elif section == "transcripts":
+            transcript_bench.main(args.out, args.quick)
     return 0
 
 

@@ -9,7 +9,6 @@ so a refusal leaves everything as it was.
 from __future__ import annotations
 
 import argparse
-import shlex
 import tomllib
 from collections.abc import Callable
 from pathlib import Path
@@ -21,7 +20,16 @@ from memoryd.cli.agents import choose
 from memoryd.cli.exits import EXIT_OK
 from memoryd.config import Config
 from memoryd.setup import files, jsonfile, locations, tomlfile
-from memoryd.setup.entries import HOST_NAMES, SERVER_NAME, Host, ServerCommand, codex_table, json_document, json_entry
+from memoryd.setup.entries import (
+    HOST_NAMES,
+    SERVER_NAME,
+    Host,
+    ServerCommand,
+    claude_add_command,
+    codex_table,
+    json_document,
+    json_entry,
+)
 from memoryd.setup.entries import server_command as make_server_command
 
 CLAUDE_CODE_PRESET = "claude-code"
@@ -87,9 +95,7 @@ def _instructions(host: Host, path: Path, server: ServerCommand, memoryd_file: P
     else:
         parts = [f'{name} reads MCP servers from {path} ("mcpServers"). Add:\n\n{json_document(host, server)}']
     if host == "claude-code":
-        command = shlex.join(
-            ["claude", "mcp", "add", "--scope", "user", SERVER_NAME, "--", server.command, *server.args]
-        )
+        command = claude_add_command(server).strip()
         parts.append(f"\n(or run: {command})\n")
         parts.append(
             f"\nand in memoryd's configuration ({memoryd_file}), so Claude Code's transcripts are the "

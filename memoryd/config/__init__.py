@@ -48,6 +48,7 @@ from memoryd.config.settings import (
     SyncSettings,
     TemporalDecaySettings,
     ToolsSettings,
+    TranscriptSettings,
     VectorSettings,
 )
 from memoryd.config.typed import merge, to_dict
@@ -86,6 +87,7 @@ __all__ = [
     "SyncSettings",
     "TemporalDecaySettings",
     "ToolsSettings",
+    "TranscriptSettings",
     "VectorSettings",
     "build",
     "load",

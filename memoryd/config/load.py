@@ -4,7 +4,8 @@ File layout (`$XDG_CONFIG_HOME/memoryd/config.toml`, or `--config` / `MEMORYD_CO
 
     [daemon]                 # daemon-wide: socket, logging
     [defaults]               # the memorySearch tree (snake_case) applied to every agent
-    [agents.<id>]            # workspace, sessions_dir, and any key of the tree, merged key by key
+    [agents.<id>]            # workspace, sessions_dir, sessions (transcript presets), and any key
+                             # of the tree, merged key by key
 """
 
 from __future__ import annotations
@@ -19,7 +20,9 @@ from pathlib import Path
 from typing import Any, Literal, TypeVar
 
 from memoryd import paths
+from memoryd.config import ranges
 from memoryd.config.normalise import check_multimodal, normalise
+from memoryd.config.sessions import SESSIONS_PREFIX, SessionRoot, parse_presets, session_roots
 from memoryd.config.settings import MemorySearchSettings
 from memoryd.config.typed import merge
 from memoryd.errors import ConfigError, NotFoundError
@@ -40,6 +43,13 @@ class AgentConfig:
     sessions_dir: Path
     settings: MemorySearchSettings
     db_path: Path
+    roots: tuple[SessionRoot, ...] = ()
+    """Every folder of transcripts: `sessions_dir` first, then the `sessions` presets' (see config.sessions)."""
+
+    @property
+    def session_roots(self) -> tuple[SessionRoot, ...]:
+        """The transcript roots (just `sessions_dir` unless presets were configured)."""
+        return self.roots or (SessionRoot(SESSIONS_PREFIX, self.sessions_dir),)
 
     @property
     def extra_paths(self) -> tuple[Path, ...]:
@@ -60,6 +70,10 @@ class DaemonSettings:
     log_format: Literal["console", "json"] = "console"
     log_file: str = ""
     max_line_bytes: int = 4 * 1024 * 1024
+    max_connections: int = 0
+    """Clients served at once; 0: the descriptor limit less a reserve (a quarter of it, at least 64)."""
+    max_queued_bytes: int = 32 * 1024 * 1024
+    """Replies one client has not read yet; past this it is dropped (memoryd.server.backpressure)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,7 +110,7 @@ class Config:
         return paths.explicit_socket()
 
 
-AGENT_ONLY_KEYS = ("workspace", "sessions_dir")
+AGENT_ONLY_KEYS = ("workspace", "sessions_dir", "sessions")
 
 APPENDED_LISTS = ("extra_paths", "qmd.paths", "qmd.extra_collections")
 """List-valued keys an agent adds to instead of replacing: `[defaults]` first, then the agent's, de-duplicated
@@ -145,7 +159,10 @@ def _agent(agent_id: str, table: Mapping[str, object], defaults: MemorySearchSet
         raise ConfigError(f"agents.{agent_id}", "agent ids use letters, digits, '.', '_' and '-' (max 64)")
     prefix = f"agents.{agent_id}"
     overrides = {k: v for k, v in table.items() if k not in AGENT_ONLY_KEYS}
-    settings = normalise(_append_lists(defaults, merge(defaults, overrides, prefix), overrides))
+    merged = merge(defaults, overrides, prefix)
+    ranges.check_table(merged, overrides, prefix, ranges.SETTINGS)
+    ranges.check_consistency(merged, overrides, prefix)
+    settings = normalise(_append_lists(defaults, merged, overrides))
     settings = dataclasses.replace(settings, qmd=normalise_qmd(settings.qmd, f"{prefix}.qmd"))
     check_multimodal(settings, prefix)
     raw_ws = table.get("workspace")
@@ -165,11 +182,15 @@ def _agent(agent_id: str, table: Mapping[str, object], defaults: MemorySearchSet
         sessions_dir = sd if sd.is_absolute() else workspace / sd
     else:
         raise ConfigError(f"{prefix}.sessions_dir", f"expected a path, got {raw_sd!r}")
+    presets = parse_presets(table.get("sessions", []), f"{prefix}.sessions")
+    roots = session_roots(sessions_dir, presets, agent_id, key=f"{prefix}.sessions")
     if settings.store.path:
         db_path = Path(settings.store.path.replace("{agentId}", agent_id)).expanduser()
     else:
         db_path = state_dir / "agents" / agent_id / "index.sqlite"
-    return AgentConfig(id=agent_id, workspace=workspace, sessions_dir=sessions_dir, settings=settings, db_path=db_path)
+    return AgentConfig(
+        id=agent_id, workspace=workspace, sessions_dir=sessions_dir, settings=settings, db_path=db_path, roots=roots
+    )
 
 
 def read_file(path: Path) -> dict[str, Any]:
@@ -199,7 +220,9 @@ def build(
     if unknown:
         raise ConfigError(sorted(unknown)[0], "unknown top-level table (known: daemon, defaults, agents)")
     daemon = merge(DaemonSettings(), _table(data, "daemon"), "daemon")
+    ranges.check_table(daemon, _table(data, "daemon"), "daemon", ranges.DAEMON)
     defaults = merge(MemorySearchSettings(), _table(data, "defaults"), "defaults")
+    ranges.check_table(defaults, _table(data, "defaults"), "defaults", ranges.SETTINGS)
     defaults = dataclasses.replace(defaults, qmd=normalise_qmd(defaults.qmd, "defaults.qmd"))
     state = (state_dir or paths.state_dir()).expanduser().absolute()
     agents_table = _table(data, "agents")
@@ -213,6 +236,7 @@ def build(
         base = dict(agents_table.get(aid, {})) if isinstance(agents_table.get(aid), Mapping) else {}
         base["workspace"] = str(workspace)
         base.pop("sessions_dir", None)
+        base.pop("sessions", None)
         agents[aid] = _agent(aid, base, defaults, state)
     if not agents:
         agents[DEFAULT_AGENT] = _agent(DEFAULT_AGENT, {}, defaults, state)

@@ -27,6 +27,7 @@ longest, within a token budget.
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import os
 import threading
@@ -105,6 +106,10 @@ def plan_runs(lengths: Sequence[int], batch_tokens: int, *, one_text_per_run: bo
     return runs
 
 
+WINDOW_STRIDE = 32
+"""Tokens each window of a long document repeats from the one before (so no sentence is cut blind)."""
+
+
 class Encoder:
     """Tokenise, run and pool. Blocking; two calls may run at once (the session accepts concurrent
     runs and the tokenizer is only read), which lets a query run beside a batch of documents."""
@@ -127,8 +132,14 @@ class Encoder:
         self._one_text_per_run = one_text_per_run
         self._inputs = {i.name: (np.int32 if "int32" in i.type else np.int64) for i in session.get_inputs()}
 
-    def encode(self, texts: Sequence[str]) -> Vectors:
-        """One L2-normalised row per text; blank texts get a zero row (they carry no meaning)."""
+    def encode(self, texts: Sequence[str], *, windows: bool = False) -> Vectors:
+        """One L2-normalised row per text; blank texts get a zero row (they carry no meaning).
+
+        The model reads `max_tokens` tokens. With `windows`, a longer text is read in windows of that
+        size (each repeating WINDOW_STRIDE tokens of the one before) and its row is the token-weighted
+        mean of the windows' pooled vectors: the mean pooling the model does, over the whole text.
+        Without, the text is truncated, as sentence-transformers does.
+        """
         out = np.zeros((len(texts), self._spec.dims), dtype=np.float32)
         todo = [i for i, text in enumerate(texts) if text.strip()]
         if not todo:
@@ -137,9 +148,20 @@ class Encoder:
             encodings = [self._tokenizer.encode(texts[todo[0]])]
         else:
             encodings = self._tokenizer.encode_batch([texts[i] for i in todo])
+        owner = list(range(len(encodings)))
+        if windows:
+            for k in range(len(encodings)):
+                extra = encodings[k].overflowing
+                encodings.extend(extra)
+                owner.extend([k] * len(extra))
         lengths = [len(encoding.ids) for encoding in encodings]
+        pooled = np.zeros((len(encodings), self._spec.dims), dtype=np.float32)
         for group in plan_runs(lengths, self._batch_tokens, one_text_per_run=self._one_text_per_run):
-            out[[todo[k] for k in group]] = self._run([encodings[k] for k in group])
+            pooled[group] = self._run([encodings[k] for k in group])
+        weights = np.asarray(lengths, dtype=np.float32)[:, None]
+        summed = np.zeros((len(todo), self._spec.dims), dtype=np.float32)
+        np.add.at(summed, np.asarray(owner), pooled * weights)
+        out[todo] = summed
         return normalize_rows(out)
 
     def _run(self, encodings: list[Encoding]) -> npt.NDArray[np.float32]:
@@ -213,7 +235,7 @@ def load_encoder(
     # The shipped tokenizer.json pads and truncates to a fixed 128 tokens: truncate at what the model
     # reads instead, and pad per run (in Encoder._run).
     tokenizer.no_padding()
-    tokenizer.enable_truncation(max_length=spec.max_tokens)
+    tokenizer.enable_truncation(max_length=spec.max_tokens, stride=WINDOW_STRIDE)
     return Encoder(
         session,
         tokenizer,
@@ -245,8 +267,10 @@ class LocalEmbeddingProvider:
         hub_url: str = HF_HUB_URL,
         batch_tokens: int = DEFAULT_BATCH_TOKENS,
         progress: ProgressCallback | None = None,
+        windows: bool = False,
     ) -> None:
         self._cache_dir = cache_dir
+        self._windows = windows
         self._model_path = model_path
         self._spec = spec
         self._threads = threads if threads > 0 else default_threads()
@@ -286,7 +310,10 @@ class LocalEmbeddingProvider:
 
     @property
     def fingerprint(self) -> Fingerprint:
-        return Fingerprint(provider=self.id, model=self.model, key_data={"provider": self.id, "model": self.model})
+        key: dict[str, object] = {"provider": self.id, "model": self.model}
+        if self._windows:  # whole-document vectors mean something else than truncated ones
+            key["long_inputs"] = "windows"
+        return Fingerprint(provider=self.id, model=self.model, key_data=key)
 
     @property
     def state(self) -> LoadState:
@@ -377,7 +404,8 @@ class LocalEmbeddingProvider:
         if not texts:
             return np.zeros((0, self._spec.dims), dtype=np.float32)
         encoder = await self._ready_encoder()
-        return await anyio.to_thread.run_sync(encoder.encode, list(texts), limiter=self._documents_limiter)
+        encode = functools.partial(encoder.encode, list(texts), windows=self._windows)
+        return await anyio.to_thread.run_sync(encode, limiter=self._documents_limiter)
 
     async def aclose(self) -> None:
         """Drop the session once in-flight work is done; a later call loads the model again."""

@@ -62,6 +62,13 @@ def add_parser(subparsers: SubParsers, parents: Sequence[Parser] = ()) -> Parser
     )
     p.add_argument("--ablate", action="store_true", help="also run each ranking feature off, one at a time")
     p.add_argument(
+        "--sample",
+        type=int,
+        default=0,
+        metavar="N",
+        help="ask at most N questions of each index, the same ones every run (default: all)",
+    )
+    p.add_argument(
         "--work-dir",
         type=Path,
         help="keep the converted workspaces and indexes here and reuse them (default: a temporary directory)",
@@ -101,7 +108,7 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
     try:
         pairs = parse_items(args.items)
         modes = parse_modes(args.mode)
-        sets = [LOADERS[name](path, bool(args.pool)) for name, path in pairs]
+        sets = [LOADERS[name](path, bool(args.pool)).sample(args.sample) for name, path in pairs]
         variants: Sequence[Variant] = ablation.VARIANTS if args.ablate else (DEFAULT,)
 
         async def main(work_dir: Path) -> Results:
@@ -188,6 +195,11 @@ def format_results(sets: Sequence[EvalSet], results: Results, *, ablate: bool) -
         for c, m in report.by_category.items():
             label = f"{c} {s.categories.get(c, '?')}"
             lines.append(f"{label:<18}{m.n:>6}{m.recall_5:>8.3f}{m.recall_10:>8.3f}{m.ndcg_10:>9.3f}{m.mrr:>8.3f}")
+        if report.sweep:
+            lines.append("min_score  " + "".join(f"{row['min_score']:>7.2f}" for row in report.sweep))
+            lines.append("R@10       " + "".join(f"{row['recall@10']:>7.3f}" for row in report.sweep))
+            lines.append("empty      " + "".join(f"{_pct(row['empty_share']):>7}" for row in report.sweep))
+            lines.append("abstain    " + "".join(f"{_pct(row['abstain']):>7}" for row in report.sweep))
         lines.append(
             f"latency p50 {report.latency_p50_ms:.2f} ms, p99 {report.latency_p99_ms:.2f} ms; "
             f"indexing {report.settings['index_seconds']} s, questions {report.settings['query_seconds']} s"

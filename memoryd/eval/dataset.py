@@ -7,9 +7,10 @@ files, each group indexed as one agent's workspace, and the questions asked of t
 
 from __future__ import annotations
 
+import hashlib
 import os
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from memoryd.errors import SourceError
@@ -53,6 +54,20 @@ class EvalSet:
     @property
     def files(self) -> int:
         return sum(len(g.files) for g in self.groups)
+
+    def sample(self, per_group: int) -> EvalSet:
+        """At most `per_group` questions of each group, the same ones on every run and machine: those
+        whose id hashes lowest (so the sample is spread over the categories as the set is)."""
+        if per_group <= 0:
+            return self
+        groups = tuple(
+            replace(g, questions=tuple(sorted(g.questions, key=_stable_key)[:per_group])) for g in self.groups
+        )
+        return replace(self, groups=groups, counts={**self.counts, "sampled_per_group": per_group})
+
+
+def _stable_key(q: Qrel) -> str:
+    return hashlib.sha256(q.qid.encode()).hexdigest()
 
 
 def write_workspace(root: Path, files: Mapping[str, str]) -> None:

@@ -31,6 +31,7 @@ from memoryd.errors import MemorydError
 from memoryd.eval.baseline import Bm25Baseline, Chunk
 from memoryd.eval.dataset import EvalSet, Group, Qrel, write_workspace
 from memoryd.eval.metrics import (
+    EvidenceLine,
     QuestionScore,
     Span,
     Summary,
@@ -48,6 +49,8 @@ from memoryd.store.db import connect, translated
 
 TOP_K = 10
 MIN_SCORE = 0.0
+SWEEP = tuple(round(0.05 * i, 2) for i in range(1, 11))
+"""min_score values the report shows R@10, empty answers and abstention for (calibration)."""
 Mode = Literal["hybrid", "keyword", "vector", "bm25"]
 MODES: tuple[Mode, ...] = ("hybrid", "keyword", "vector", "bm25")
 
@@ -100,6 +103,7 @@ class EvalReport:
     settings: dict[str, object] = field(default_factory=dict)
     served: Served | None = None
     abstention: Abstention | None = None
+    sweep: list[dict[str, float]] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, object]:
         out: dict[str, object] = {
@@ -112,6 +116,8 @@ class EvalReport:
             out["served"] = self.served.to_dict()
         if self.abstention is not None:
             out["abstention"] = self.abstention.to_dict()
+        if self.sweep:
+            out["min_score_sweep"] = self.sweep
         return out
 
 
@@ -125,6 +131,11 @@ class _Tally:
     abstain_asked: int = 0
     abstain_empty: int = 0
     latencies_ms: list[float] = field(default_factory=list)
+    sweep: list[list[tuple[float, frozenset[EvidenceLine]]]] = field(default_factory=list)
+    """Per answerable question: its top 10 at min_score 0, as (score, evidence lines each covers)."""
+    probe_evidence: list[int] = field(default_factory=list)
+    probe_tops: list[float] = field(default_factory=list)
+    """Per abstention probe: the best score anything got (0 when nothing matched)."""
     chunks: int = 0
     index_s: float = 0.0
     query_s: float = 0.0
@@ -175,13 +186,45 @@ def _index_key(agent: AgentConfig) -> str:
 
 
 def agent_config(group: Group, root: Path, variant: Variant) -> AgentConfig:
-    """The group's agent at the variant's settings; indexes of different index keys never share a file."""
-    workspace = root / group.agent_id
-    table: dict[str, Any] = {"agents": {group.agent_id: {"workspace": str(workspace)}}}
+    """The group's agent at the variant's settings. Every variant shares one database: a variant that
+    changes the index (the tokenizer) rebuilds it safely, carrying the embedding cache over, so
+    switching costs chunking and FTS, never re-embedding."""
+    table: dict[str, Any] = {"agents": {group.agent_id: {"workspace": str(root / group.agent_id)}}}
     if variant.overrides:
         table["defaults"] = dict(variant.overrides)
-    probe = config_mod.build(table, state_dir=root / "state").agent(group.agent_id)
-    return config_mod.build(table, state_dir=root / "state" / _index_key(probe)).agent(group.agent_id)
+    return config_mod.build(table, state_dir=root / "state").agent(group.agent_id)
+
+
+def _covered(span: Span, q: Qrel) -> frozenset[EvidenceLine]:
+    return frozenset(line for line in q.lines if span.covers(line))
+
+
+def threshold_sweep(
+    tally_sweep: Sequence[Sequence[tuple[float, frozenset[EvidenceLine]]]],
+    evidence: Sequence[int],
+    probe_tops: Sequence[float],
+    thresholds: Sequence[float],
+) -> list[dict[str, float]]:
+    """For each min_score: R@10 of the results at or above it, answerable questions left empty, and
+    abstention probes answered "No matches." (hybrid's relaxed fallback adds nothing below text_weight)."""
+    rows: list[dict[str, float]] = []
+    for t in thresholds:
+        recalls, empty = [], 0
+        for kept, total in zip(tally_sweep, evidence, strict=True):
+            covered = {line for score, lines in kept if score >= t for line in lines}
+            recalls.append(len(covered) / total if total else 0.0)
+            empty += not any(score >= t for score, _ in kept)
+        n = max(1, len(recalls))
+        abstain = sum(1 for top in probe_tops if top < t) / max(1, len(probe_tops))
+        rows.append(
+            {
+                "min_score": t,
+                "recall@10": round(sum(recalls) / n, 4),
+                "empty_share": round(empty / n, 4),
+                "abstain": round(abstain, 4),
+            }
+        )
+    return rows
 
 
 def _score(ranked: Sequence[Span], q: Qrel, by_path: Mapping[str, list[Span]]) -> QuestionScore:
@@ -189,12 +232,18 @@ def _score(ranked: Sequence[Span], q: Qrel, by_path: Mapping[str, list[Span]]) -
     return score_question(ranked, q.lines, count_relevant(candidates, q.lines), q.category)
 
 
-async def _ask(searcher: Searcher, mode: SearchMode, query: str, min_score: float | None) -> list[Span]:
+async def _ask_scored(
+    searcher: Searcher, mode: SearchMode, query: str, min_score: float | None
+) -> list[tuple[Span, float]]:
     resp = await searcher.search(SearchRequest(query, max_results=TOP_K, min_score=min_score, mode=mode))
     if resp.mode != mode:
         reason = (resp.fallback or {}).get("reason", "unknown")
         raise MemorydError(f"{mode} search did not run ({resp.mode} ran instead): {reason}")
-    return [Span(r.path, r.start_line, r.end_line) for r in resp.results]
+    return [(Span(r.path, r.start_line, r.end_line), r.score) for r in resp.results]
+
+
+async def _ask(searcher: Searcher, mode: SearchMode, query: str, min_score: float | None) -> list[Span]:
+    return [span for span, _score in await _ask_scored(searcher, mode, query, min_score)]
 
 
 async def _ask_group(
@@ -206,6 +255,7 @@ async def _ask_group(
     questions: Sequence[Qrel],
     probes: Sequence[Qrel],
     tally: _Tally,
+    as_served: bool,
 ) -> None:
     """Ask the group's questions (ranking and as served) and the other group's (abstention)."""
     chunks = await anyio.to_thread.run_sync(read_chunks, agent.db_path)
@@ -238,15 +288,22 @@ async def _ask_group(
     try:
         for q in questions:
             asked = time.perf_counter()
-            ranked = await _ask(searcher, search_mode, q.question, MIN_SCORE)
+            scored = await _ask_scored(searcher, search_mode, q.question, MIN_SCORE)
             tally.latencies_ms.append((time.perf_counter() - asked) * 1000)
+            ranked = [span for span, _ in scored]
             tally.scores.append(_score(ranked, q, by_path))
+            tally.sweep.append([(score, _covered(span, q)) for span, score in scored])
+            tally.probe_evidence.append(len(q.lines))
+            if not as_served:
+                continue
             served = await _ask(searcher, search_mode, q.question, None)
             tally.served.append(_score(served, q, by_path))
             tally.served_empty += not served
-        for q in probes:
+        for q in probes if as_served else ():
             tally.abstain_asked += 1
             tally.abstain_empty += not await _ask(searcher, search_mode, q.question, None)
+            top = await _ask_scored(searcher, search_mode, q.question, MIN_SCORE)
+            tally.probe_tops.append(top[0][1] if top else 0.0)
     finally:
         await searcher.aclose()
     tally.query_s += time.perf_counter() - started
@@ -261,7 +318,8 @@ async def evaluate_set(
     progress: ProgressFn | None = None,
     provider: EmbeddingProvider | None = None,
 ) -> dict[tuple[str, Mode], EvalReport]:
-    """Every (variant, mode) over every group of the set; each index is built once per index key."""
+    """Every (variant, mode) over every group of the set. Only the first variant is also asked as served
+    and for abstention (the ablation compares rankings). Variants sharing an index run back to back."""
     if provider is None and any(m in ("hybrid", "vector") for m in modes):
         raise MemorydError(f"{'/'.join(m for m in modes if m in ('hybrid', 'vector'))} search needs a provider")
     root = work_dir / eval_set.name
@@ -298,6 +356,7 @@ async def evaluate_set(
                             questions=group.questions,
                             probes=probes,
                             tally=tally,
+                            as_served=v is variants[0],
                         )
             finally:
                 await engine.aclose()
@@ -345,8 +404,9 @@ def _report(
         latency_p50_ms=percentile(tally.latencies_ms, 50),
         latency_p99_ms=percentile(tally.latencies_ms, 99),
         settings=settings,
-        served=Served(summarise(tally.served), tally.served_empty) if searched else None,
+        served=Served(summarise(tally.served), tally.served_empty) if searched and tally.served else None,
         abstention=Abstention(tally.abstain_asked, tally.abstain_empty) if searched and tally.abstain_asked else None,
+        sweep=threshold_sweep(tally.sweep, tally.probe_evidence, tally.probe_tops, SWEEP) if tally.served else [],
     )
 
 

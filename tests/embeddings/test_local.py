@@ -353,3 +353,42 @@ def test_runs_cover_every_text_once_shortest_first_within_the_token_budget(
     for run in runs:
         assert len(run) == 1 or len(run) * max(lengths[k] for k in run) <= budget
         assert not one_per_run or len(run) == 1
+
+
+@pytest.fixture(scope="module")
+async def windowed(quantized_cache: Path, quantized: LocalEmbeddingProvider) -> AsyncIterator[LocalEmbeddingProvider]:
+    del quantized  # loaded first: the quantised model is then in the cache
+    provider = LocalEmbeddingProvider(quantized_cache, quantize=True, allow_download=False, windows=True)
+    assert await provider.load() is LoadState.READY, provider.error
+    yield provider
+    await provider.aclose()
+
+
+LONG_HEAD = " ".join(["The daemon indexes markdown notes and session transcripts into SQLite."] * 30)
+
+
+@pytest.mark.anyio
+async def test_windows_read_what_truncation_drops(
+    windowed: LocalEmbeddingProvider, quantized: LocalEmbeddingProvider
+) -> None:
+    tails = [f"{LONG_HEAD} Finally, the cat chased a red laser dot.", f"{LONG_HEAD} Finally, the tax return is due."]
+    truncated = await quantized.embed_documents(tails)
+    whole = await windowed.embed_documents(tails)
+    assert float(truncated[0] @ truncated[1]) > 0.9999  # the model never read past the head
+    assert float(whole[0] @ whole[1]) < 0.999  # the windows did
+    assert np.allclose(np.linalg.norm(whole, axis=1), 1.0, atol=1e-5)
+
+
+@pytest.mark.anyio
+async def test_windows_leave_short_texts_and_queries_as_they_were(
+    windowed: LocalEmbeddingProvider, quantized: LocalEmbeddingProvider
+) -> None:
+    assert np.allclose(await windowed.embed_documents(NOTES), await quantized.embed_documents(NOTES), atol=1e-6)
+    assert np.allclose(await windowed.embed_query(LONG_HEAD), await quantized.embed_query(LONG_HEAD), atol=1e-6)
+
+
+def test_windowed_vectors_have_their_own_fingerprint(tmp_path: Path) -> None:
+    plain = LocalEmbeddingProvider(tmp_path, quantize=True).fingerprint
+    whole = LocalEmbeddingProvider(tmp_path, quantize=True, windows=True).fingerprint
+    assert (plain.provider, plain.model) == (whole.provider, whole.model)
+    assert plain.provider_key != whole.provider_key  # a rebuild, and no cache entry shared

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import tomllib
@@ -85,7 +86,7 @@ def _entries(host: Host, path: Path) -> dict[str, Any]:
     return servers
 
 
-@pytest.mark.parametrize("host", [h for h in HOSTS if h != "claude-code"])  # claude-code: once `sessions` exists
+@pytest.mark.parametrize("host", HOSTS)
 async def test_the_written_entry_starts_a_server_that_reaches_the_users_daemon(
     home: tuple[Path, Daemon], host: Host
 ) -> None:
@@ -119,10 +120,25 @@ async def test_the_written_entry_starts_a_server_that_reaches_the_users_daemon(
     assert again.returncode == 0 and "unchanged" in again.stdout
     assert len(list(path.parent.glob(f"{path.name}.backup-*"))) == 1
     memoryd_config = (user / ".config" / "memoryd" / "config.toml").read_text()
-    if host == "claude-code":
-        assert "# my notes" in memoryd_config  # the user's own lines stay
-        agent = config_mod.load(daemon.config, state_dir=daemon.state).agent("main")
-        assert agent.settings.sources == ("memory", "sessions")
-        assert tomllib.loads(memoryd_config)["agents"]["main"]["sessions"] == ["claude-code"]
-    else:
+    if host != "claude-code":
         assert memoryd_config == CONFIG.format(ws=user / "notes")
+        return
+    assert "# my notes" in memoryd_config  # the user's own lines stay
+    assert tomllib.loads(memoryd_config)["agents"]["main"]["sessions"] == ["claude-code"]
+    agent = config_mod.load(daemon.config, state_dir=daemon.state).agent("main")
+    assert [r.preset for r in agent.session_roots] == ["", "claude-code"]
+    # Claude Code's transcripts are now the agent's sessions: the daemon reloads (SIGHUP) and finds one.
+    session = user / ".claude" / "projects" / "-home-u-app" / "5f3c0000-0000-4000-8000-000000000001.jsonl"
+    record = {"type": "user", "message": {"role": "user", "content": "Ship the kingfisher build on Monday."}}
+    write(session, json.dumps(record) + "\n")
+    daemon.proc.send_signal(signal.SIGHUP)  # type: ignore[union-attr]
+    daemon.wait_for_line("configuration applied")
+    with anyio.fail_after(60):
+        async with Client(stdio_client(server)) as client:
+            while True:
+                hits = await client.call_tool("memory_search", {"query": "kingfisher build", "waitFresh": 5000})
+                paths = [r["path"] for r in hits.structured_content["results"]]
+                if paths:
+                    break
+                await anyio.sleep(0.1)  # a bounded retry of a query, not synchronisation
+    assert paths == [f"claude-code/-home-u-app/{session.name}"]

@@ -10,11 +10,13 @@ from pathlib import Path
 
 import pytest
 
+from memoryd import hosts
 from memoryd.errors import ConfigError
 from memoryd.setup import files, jsonfile, locations, tomlfile
 from memoryd.setup.entries import ServerCommand, codex_table, json_entry, server_command
 
-SERVER = ServerCommand("/opt/memoryd/.venv/bin/memoryd", ("mcp", "--agent", "main"))
+SERVER = ServerCommand("/opt/memoryd/.venv/bin/memoryd", "main")
+ARGS = ["mcp", "--agent", "main"]
 HERE = Path("/home/u/config")
 
 
@@ -25,7 +27,7 @@ def test_the_json_entry_is_added_beside_every_other_key_and_server() -> None:
         "theme": "dark",
         "mcpServers": {
             "github": {"command": "gh-mcp"},
-            "memory": {"type": "stdio", "command": SERVER.command, "args": list(SERVER.args), "env": {}},
+            "memory": {"type": "stdio", "command": SERVER.command, "args": ARGS},
         },
         "projects": {"/x": {}},
     }
@@ -73,7 +75,8 @@ def test_the_codex_table_replaces_its_old_lines_and_keeps_comments_and_subtables
     data = tomllib.loads(new)
     assert data["mcp_servers"]["memory"] == {
         "command": SERVER.command,
-        "args": list(SERVER.args),
+        "args": ARGS,
+        "startup_timeout_sec": 30,
         "env": {"LEVEL": "1"},
     }
     assert data["mcp_servers"]["github"] == {"command": "gh"}
@@ -165,11 +168,19 @@ def test_the_command_is_this_memoryd_by_absolute_path(tmp_path: Path) -> None:
     venv = tmp_path / "venv" / "bin"
     venv.mkdir(parents=True)
     (venv / "python").symlink_to("/usr/bin/python3")
-    assert server_command("main", python=venv / "python") == ServerCommand(
-        str(venv / "python"), ("-m", "memoryd", "mcp", "--agent", "main")
-    )
+    bare = server_command("main", python=venv / "python")
+    assert bare == ServerCommand(str(venv / "python"), "main")
+    assert json_entry("cursor", bare)["args"] == ["-m", "memoryd", "mcp", "--agent", "main"]
     (venv / "memoryd").write_text("#!/bin/sh\n")
     os.chmod(venv / "memoryd", 0o755)
     cmd = server_command("work", config=Path("cfg.toml"), python=venv / "python")
-    assert cmd.command == str(venv / "memoryd")
-    assert cmd.args == ("mcp", "--agent", "work", "--config", str(Path("cfg.toml").absolute()))
+    assert cmd == ServerCommand(str(venv / "memoryd"), "work", {"MEMORYD_CONFIG": str(Path("cfg.toml").absolute())})
+    assert json_entry("claude-desktop", cmd)["env"] == cmd.env
+    assert tomllib.loads(codex_table(cmd))["mcp_servers"]["memory"]["env"] == cmd.env
+
+
+def test_the_entries_are_memoryd_hosts_entries_with_the_real_path() -> None:
+    published = {(e.host, e.format): e.text for e in hosts.entries(SERVER.command, "main")}
+    for host in ("claude-code", "claude-desktop", "cursor"):
+        assert json.loads(published[(host, "json")])["mcpServers"]["memory"] == json_entry(host, SERVER)
+    assert codex_table(SERVER) == published[("codex", "toml")]
