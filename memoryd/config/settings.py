@@ -70,7 +70,9 @@ class RerankSettings:
 @dataclass(frozen=True, slots=True)
 class QuerySettings:
     max_results: int = 6
-    min_score: float = 0.35
+    min_score: float = 0.15
+    """Equal fusion weights halve a one-leg match: 0.15 keeps a cosine of 0.3 alone (a question and the
+    note that answers it in other words) and drops what MiniLM finds unrelated (cosine < 0.2)."""
     keyword_strategy: Literal["relaxed", "openclaw"] = "relaxed"
     date_boost: float = 0.2
     """Results from the period a query names ("in May 2024", "last week") score this much more (0 = off)."""
@@ -144,7 +146,7 @@ class LocalSettings:
 
 @dataclass(frozen=True, slots=True)
 class FtsSettings:
-    tokenizer: FtsTokenizer = "porter"
+    tokenizer: FtsTokenizer = "unicode61"
 
 
 @dataclass(frozen=True, slots=True)
