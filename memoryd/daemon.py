@@ -153,12 +153,22 @@ async def serve(
     watcher = Watcher(lambda: list(supervisor.actors.values()))
 
     async def reload() -> None:
+        """SIGHUP: never stops the daemon. A file that cannot be read or parsed keeps the whole current
+        configuration; an agent whose new store.path cannot be used keeps its own (Supervisor.apply)."""
         try:
-            new = config_mod.load(config_path or cfg.source_file, state_dir=cfg.state_dir)
+            new = await anyio.to_thread.run_sync(
+                functools.partial(config_mod.load, config_path or cfg.source_file, state_dir=cfg.state_dir)
+            )
         except ConfigError as exc:
             log.error("config reload failed; keeping the current configuration", error=str(exc))  # noqa: TRY400
             return
-        await supervisor.apply(new)
+        except Exception:  # a bug in loading: the daemon and its agents go on with what they have
+            log.exception("config reload failed unexpectedly; keeping the current configuration")
+            return
+        try:
+            await supervisor.apply(new)
+        except Exception:
+            log.exception("applying the reloaded configuration failed; agents keep what they run")
         watcher.restart()
 
     try:

@@ -142,6 +142,9 @@ class LocalSettings:
     model_path: str = ""
     model_cache_dir: str = ""
     threads: int = 0
+    long_inputs: Literal["windows", "truncate"] = "windows"
+    """A chunk longer than the model reads (MiniLM: 256 tokens; a 400-token chunk is ~450): `windows`
+    embeds all of it in overlapping windows pooled into one vector, `truncate` only its start."""
 
 
 @dataclass(frozen=True, slots=True)
