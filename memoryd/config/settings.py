@@ -70,7 +70,9 @@ class RerankSettings:
 @dataclass(frozen=True, slots=True)
 class QuerySettings:
     max_results: int = 6
-    min_score: float = 0.35
+    min_score: float = 0.15
+    """Equal fusion weights halve a one-leg match: 0.15 keeps a cosine of 0.3 alone (a question and the
+    note that answers it in other words) and drops what MiniLM finds unrelated (cosine < 0.2)."""
     keyword_strategy: Literal["relaxed", "openclaw"] = "relaxed"
     date_boost: float = 0.2
     """Results from the period a query names ("in May 2024", "last week") score this much more (0 = off)."""
@@ -140,11 +142,14 @@ class LocalSettings:
     model_path: str = ""
     model_cache_dir: str = ""
     threads: int = 0
+    long_inputs: Literal["windows", "truncate"] = "windows"
+    """A chunk longer than the model reads (MiniLM: 256 tokens; a 400-token chunk is ~450): `windows`
+    embeds all of it in overlapping windows pooled into one vector, `truncate` only its start."""
 
 
 @dataclass(frozen=True, slots=True)
 class FtsSettings:
-    tokenizer: FtsTokenizer = "porter"
+    tokenizer: FtsTokenizer = "unicode61"
 
 
 @dataclass(frozen=True, slots=True)
@@ -191,6 +196,14 @@ class FilesSettings:
 
 
 @dataclass(frozen=True, slots=True)
+class ToolsSettings:
+    """Which optional MCP tools the agent serves (search, get and status always are)."""
+
+    write: bool = True
+    """`memory_write`: append-only saves to the daily note or MEMORY.md."""
+
+
+@dataclass(frozen=True, slots=True)
 class MultimodalSettings:
     """OpenClaw's `multimodal`: images and audio in `extra_paths`, embedded by a multimodal model.
 
@@ -234,6 +247,7 @@ class MemorySearchSettings:
     cache: CacheSettings = field(default_factory=CacheSettings)
     files: FilesSettings = field(default_factory=FilesSettings)
     citations: Literal["auto", "on", "off"] = "auto"
+    tools: ToolsSettings = field(default_factory=ToolsSettings)
     compat: Compat = "none"
     """`openclaw`: search exactly as OpenClaw's builtin manager (the profile in memoryd/compat.py)."""
     backend: Backend = "builtin"

@@ -25,12 +25,13 @@ from memoryd.errors import EmbeddingError
 from memoryd.faults import crash_point
 from memoryd.index import plan
 from memoryd.index.database import AgentDatabase
-from memoryd.index.discover import Unlisted, discover, refuse_to_lose_rows, targeted_sessions, under
+from memoryd.index.discover import Unlisted, discover, refuse_to_lose_rows, targeted_memory, targeted_sessions, under
 from memoryd.index.embedding import embed_prepared
 from memoryd.index.media_embedding import embed_media
 from memoryd.index.roots import degraded_places, track, unlisted_paths
 from memoryd.index.state import IndexState, Progress, ProgressFn
 from memoryd.index.sync import (
+    TRANSIENT_REASONS,
     MediaOptions,
     Outcome,
     Prepared,
@@ -75,14 +76,20 @@ class Indexer:
         return plan.full_reindex_reasons(self.agent, self._active.fingerprint, meta, vectors_expected=expected)
 
     async def run(
-        self, reason: str, force: bool, session_files: Sequence[Path], progress: ProgressFn | None
+        self,
+        reason: str,
+        force: bool,
+        session_files: Sequence[Path],
+        progress: ProgressFn | None,
+        memory_files: Sequence[Path] = (),
     ) -> tuple[bool, SyncCounts]:
-        """One pass: the named transcripts only, a delta sync, or a full rebuild; (full?, counts)."""
+        """One pass: the named transcripts and notes only, a delta sync, or a full rebuild; (full?, counts)."""
         store = self._database.store
         sources = plan.effective_sources(self.agent)
 
         def decide() -> tuple[list[SourceFile], list[str]]:
             targeted = targeted_sessions(self.agent, sources, session_files)
+            targeted += targeted_memory(self.agent, sources, memory_files)
             reasons = ["forced"] if force and not targeted else self.full_reindex_reasons(store.read_meta())
             return targeted, reasons
 
@@ -102,10 +109,15 @@ class Indexer:
         files, unlisted = await anyio.to_thread.run_sync(discover, self.agent, sources)
         await anyio.to_thread.run_sync(self._note_unreadable, unlisted)
         counts = await self._index(store, files, prune=sources, keep=unlisted, full=False, progress=progress)
+        counts.transient = counts.transient or self._listing_was_short_of_resources()
         self._state.skipped = dict(counts.skipped)  # a refused file is never UNCHANGED: every sync lists them all
         self._state.dirty = False
         self._state.dirty_sessions.clear()
         return False, counts
+
+    def _listing_was_short_of_resources(self) -> bool:
+        """A folder could not be listed for want of descriptors or memory, not of permission: retry soon."""
+        return any(place.reason in TRANSIENT_REASONS for place in self._state.degraded)
 
     def _note_unreadable(self, unlisted: Sequence[Unlisted]) -> None:
         """What could not be listed marks the agent degraded (status and every search say so)."""
@@ -240,6 +252,7 @@ class Indexer:
             files, unlisted = await anyio.to_thread.run_sync(discover, self.agent, sources)
             await anyio.to_thread.run_sync(self._note_unreadable, unlisted)
             counts = await self._index(tmp_store, files, prune=(), full=True, progress=progress)
+            counts.transient = counts.transient or self._listing_was_short_of_resources()
             live = self._database.store
             await anyio.to_thread.run_sync(refuse_to_lose_rows, live, counts.unreadable, unlisted)
             dims = await anyio.to_thread.run_sync(_vector_dims, tmp_store)
