@@ -44,18 +44,18 @@ def mcp(args: argparse.Namespace, cfg: Config, out: TextIO) -> int:
     agent = choose(args, cfg)
     if args.standalone or args.workspace is not None:
         solo = dataclasses.replace(cfg, agents={agent.id: agent})
-        anyio.run(_standalone, solo, agent.id)
+        anyio.run(_standalone, solo, agent.id, cfg.daemon.max_line_bytes)
         return EXIT_OK
     anyio.run(run_bridge, start_daemon(args, cfg), agent.id)
     return EXIT_OK
 
 
-async def _standalone(cfg: Config, agent_id: str) -> None:
+async def _standalone(cfg: Config, agent_id: str, max_line_bytes: int) -> None:
     supervisor = Supervisor(cfg)
     service = DaemonService(supervisor)
     watcher = Watcher(lambda: list(supervisor.actors.values()))
     async with anyio.create_task_group() as tg:
         await tg.start(supervisor.run)
         await tg.start(watcher.run)
-        await serve_stdio(service, agent_id)
+        await serve_stdio(service, agent_id, max_line_bytes=max_line_bytes)
         tg.cancel_scope.cancel()

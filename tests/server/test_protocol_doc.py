@@ -9,6 +9,7 @@ from pathlib import Path
 import anyio
 import pytest
 
+from memoryd.config import DaemonSettings
 from memoryd.server.connection import DRAIN_SECONDS
 from memoryd.server.framing import CLIENT_MAX_LINE_BYTES, DEFAULT_MAX_LINE_BYTES
 from memoryd.server.mcp import BIND_METHOD, MEMORYD_ERROR, SYNC_METHOD, TRANSCRIPT_UPDATED_METHOD
@@ -64,6 +65,8 @@ def test_every_tool_and_memoryd_method_is_documented() -> None:
 
 def test_the_documented_limits_and_codes_are_the_codes() -> None:
     assert f"{DEFAULT_MAX_LINE_BYTES:,} bytes" in DOC
+    assert f"{DEFAULT_MAX_LINE_BYTES // (1024 * 1024)} MiB" in DOC
+    assert DaemonSettings().max_line_bytes == DEFAULT_MAX_LINE_BYTES  # what the daemon really takes
     assert f"{CLIENT_MAX_LINE_BYTES // (1024 * 1024)} MiB per line" in DOC
     assert f"at most {DRAIN_SECONDS:g} seconds" in DOC
     assert f"`{MEMORYD_ERROR}` memoryd error" in DOC
