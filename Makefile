@@ -8,7 +8,7 @@ DEV_STAMP := $(VENV)/.dev
 
 QMD_BIN := .qmd/node_modules/.bin/qmd
 
-.PHONY: install run test lint typecheck pytest bench stress clean test-qmd
+.PHONY: install run test lint typecheck pytest bench stress clean test-qmd inspector
 
 $(RUNTIME_STAMP): pyproject.toml Makefile scripts/install-venv.sh
 	@bash scripts/install-venv.sh runtime $(VENV) $(PY)
@@ -34,8 +34,14 @@ typecheck: $(DEV_STAMP)
 $(QMD_BIN): scripts/install-qmd.sh
 	bash scripts/install-qmd.sh >/dev/null
 
+# The MCP Inspector for the acceptance suite (tests/acceptance), installed once into .inspector/ with its own
+# Node (~1 min, 300 MB). If npm cannot install it, make test says so and skips only the Inspector checks.
+inspector:
+	@bash scripts/install-inspector.sh >/dev/null || \
+	  echo "make inspector: the MCP Inspector could not be installed; tests/acceptance skips its checks" >&2
+
 # QMD=1 make test also installs QMD locally (.qmd/) and runs the tests against the real CLI.
-pytest: $(DEV_STAMP) $(if $(filter 1,$(QMD)),$(QMD_BIN))
+pytest: $(DEV_STAMP) inspector $(if $(filter 1,$(QMD)),$(QMD_BIN))
 	$(BIN)/python -m pytest -q -m "not slow"
 
 test-qmd: $(DEV_STAMP) $(QMD_BIN)

@@ -7,11 +7,20 @@ import platform
 import sys
 from pathlib import Path
 
-from bench import cli_bench, daemon_bench, embed_bench, fresh_bench, index_bench, redact_bench, search_bench
+from bench import (
+    cli_bench,
+    daemon_bench,
+    embed_bench,
+    fresh_bench,
+    index_bench,
+    redact_bench,
+    search_bench,
+    transcript_bench,
+)
 from bench.corpus import CorpusSpec
 from memoryd import logging as logs
 
-SECTIONS = ("index", "search", "embed", "daemon", "fresh", "redact", "cli")
+SECTIONS = ("index", "search", "embed", "daemon", "fresh", "redact", "cli", "transcripts")
 
 
 def main() -> int:
@@ -40,6 +49,8 @@ def main() -> int:
             redact_bench.main(args.out, args.quick)
         elif section == "cli":
             cli_bench.main(args.out, args.quick)
+        elif section == "transcripts":
+            transcript_bench.main(args.out, args.quick)
     return 0
 
 

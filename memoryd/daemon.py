@@ -26,8 +26,9 @@ from memoryd import config as config_mod
 from memoryd import heap, paths
 from memoryd.config import Config
 from memoryd.embeddings.select import ProviderPool
-from memoryd.errors import AccessDeniedError, ConfigError, MemorydError, describe, first_error
+from memoryd.errors import ConfigError, MemorydError, describe, first_error
 from memoryd.index.actor import AgentIndex, ProviderFactory
+from memoryd.index.discover import transcript_event_path
 from memoryd.index.supervisor import Supervisor
 from memoryd.index.watcher import Watcher
 from memoryd.runtime.claim import StateClaim, claim_state_dir
@@ -103,17 +104,8 @@ class DaemonService:
 
     async def transcript_updated(self, agent: str, path: str) -> None:
         actor = await self._actor(agent)
-        sessions_dir = actor.agent.sessions_dir
-
-        def resolve() -> Path:
-            p = Path(path).expanduser()
-            if not p.is_absolute():
-                p = sessions_dir / p.name if p.parts[:1] == ("sessions",) else actor.agent.workspace / p
-            if p.parent.resolve() != sessions_dir.resolve():
-                raise AccessDeniedError(f"{path} is not in agent {agent!r}'s sessions directory {sessions_dir}")
-            return p
-
-        actor.transcript_updated(await anyio.to_thread.run_sync(resolve))
+        where = await anyio.to_thread.run_sync(transcript_event_path, actor.agent, path)
+        actor.transcript_updated(where)
 
 
 async def _signals(
@@ -154,12 +146,22 @@ async def serve(
     watcher = Watcher(lambda: list(supervisor.actors.values()))
 
     async def reload() -> None:
+        """SIGHUP: never stops the daemon. A file that cannot be read or parsed keeps the whole current
+        configuration; an agent whose new store.path cannot be used keeps its own (Supervisor.apply)."""
         try:
-            new = config_mod.load(config_path or cfg.source_file, state_dir=cfg.state_dir)
+            new = await anyio.to_thread.run_sync(
+                functools.partial(config_mod.load, config_path or cfg.source_file, state_dir=cfg.state_dir)
+            )
         except ConfigError as exc:
             log.error("config reload failed; keeping the current configuration", error=str(exc))  # noqa: TRY400
             return
-        await supervisor.apply(new)
+        except Exception:  # a bug in loading: the daemon and its agents go on with what they have
+            log.exception("config reload failed unexpectedly; keeping the current configuration")
+            return
+        try:
+            await supervisor.apply(new)
+        except Exception:
+            log.exception("applying the reloaded configuration failed; agents keep what they run")
         watcher.restart()
 
     try:
@@ -172,6 +174,8 @@ async def serve(
                 path=path,
                 reload=reload,
                 max_line_bytes=cfg.daemon.max_line_bytes,
+                max_queued_bytes=cfg.daemon.max_queued_bytes,
+                max_connections=cfg.daemon.max_connections,
                 listener=listener,
                 claim=held,
                 log_file=cfg.daemon.log_file or None,
@@ -193,6 +197,8 @@ async def _run_services(
     path: Path,
     reload: Callable[[], Awaitable[None]],
     max_line_bytes: int,
+    max_queued_bytes: int,
+    max_connections: int,
     listener: socket.socket | None,
     claim: StateClaim,
     log_file: str | None,
@@ -200,7 +206,15 @@ async def _run_services(
     """Start everything in order: socket first (recorded at once, so clients find it), then agents,
     then the watcher."""
     path = await tg.start(
-        functools.partial(serve_unix, max_line_bytes=max_line_bytes, inherited=listener), service, path
+        functools.partial(
+            serve_unix,
+            max_line_bytes=max_line_bytes,
+            max_queued_bytes=max_queued_bytes,
+            max_connections=max_connections,
+            inherited=listener,
+        ),
+        service,
+        path,
     )
     await anyio.to_thread.run_sync(functools.partial(claim.publish, path, log_file=log_file))
     await tg.start(_signals, tg.cancel_scope.cancel, reload)
@@ -224,7 +238,7 @@ def prepare_workspaces(cfg: Config) -> None:
                 agent=agent.id,
                 workspace=str(agent.workspace),
                 notes="MEMORY.md and memory/**/*.md",
-                sessions=str(agent.sessions_dir),
+                sessions=[str(root.path) for root in agent.session_roots],
             )
         else:
             log.warning("agent workspace does not exist yet", agent=agent.id, workspace=str(agent.workspace))

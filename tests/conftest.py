@@ -37,6 +37,9 @@ def _isolated_env(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.
         monkeypatch.setenv(var, str(home / sub) if sub else str(home))
     for var in ("MEMORYD_CONFIG", "MEMORYD_STATE_DIR", "MEMORYD_SOCKET", "MEMORYD_CRASH_AT"):
         monkeypatch.delenv(var, raising=False)
+    # The transcript presets find other tools' folders through these (else under HOME, set above).
+    for var in ("CLAUDE_CONFIG_DIR", "CODEX_HOME", "OPENCLAW_STATE_DIR"):
+        monkeypatch.delenv(var, raising=False)
     # Every HTTP request of the suite goes to servers on 127.0.0.1, even where the environment names a proxy.
     for var in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"):
         monkeypatch.delenv(var, raising=False)

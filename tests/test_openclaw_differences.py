@@ -30,10 +30,11 @@ from memoryd.search import pipeline
 from memoryd.search.citations import location
 from memoryd.search.searcher import QUERY_EMBED_TIMEOUT_S
 from memoryd.sources.chunking import chunk_markdown, weighted_length
-from memoryd.sources.discovery import list_memory_files
+from memoryd.sources.discovery import list_all_session_files, list_memory_files
 from memoryd.sources.media import describe
 from memoryd.sources.readfile import read_memory_file
 from memoryd.sources.secrets import mask_token
+from memoryd.sources.transcripts import UNKNOWN, parse_transcript
 from tests.conftest import write
 from tests.fakes.embedding_servers import GeminiFake, OllamaFake
 
@@ -84,7 +85,8 @@ def _compat_rows() -> None:
     ours, theirs = _settings(), _settings(compat="openclaw")
     assert (ours.query.hybrid.vector_weight, ours.query.hybrid.text_weight) == (0.5, 0.5)
     assert (theirs.query.hybrid.vector_weight, theirs.query.hybrid.text_weight) == (0.7, 0.3)
-    assert (ours.store.fts.tokenizer, theirs.store.fts.tokenizer) == ("porter", "unicode61")
+    assert (ours.store.fts.tokenizer, theirs.store.fts.tokenizer) == ("unicode61", "unicode61")
+    assert (ours.query.min_score, theirs.query.min_score) == (0.15, 0.35)
     assert (ours.query.keyword_strategy, theirs.query.keyword_strategy) == ("relaxed", "openclaw")
     assert (ours.query.date_boost, theirs.query.date_boost) == (0.2, 0.0)
 
@@ -108,6 +110,33 @@ def _sessions_folder(tmp_path: Path) -> None:
     agent = config_mod.build({"agents": {"a": {"workspace": str(tmp_path)}}}, state_dir=tmp_path / "s").agent("a")
     assert agent.sessions_dir == tmp_path / "sessions"
     assert agent.db_path == tmp_path / "s" / "agents" / "a" / "index.sqlite"
+    write(tmp_path / "sessions" / "deep" / "x.jsonl", "")
+    assert [f.path for f in list_all_session_files(agent.session_roots)] == ["sessions/deep/x.jsonl"]
+    presets = {"agents": {"a": {"workspace": str(tmp_path), "sessions": ["claude-code", "codex"]}}}
+    roots = config_mod.build(presets, state_dir=tmp_path / "s").agent("a").session_roots
+    assert [r.prefix for r in roots] == ["sessions", "claude-code", "codex"]
+
+
+def _transcript_formats() -> None:
+    claude = b'{"type":"user","message":{"role":"user","content":"hi"},"timestamp":"2026-01-01T00:00:00Z"}'
+    codex = (
+        b'{"timestamp":"2026-01-01T00:00:00Z","type":"response_item",'
+        b'"payload":{"type":"message","role":"user","content":[{"type":"input_text","text":"hi"}]}}'
+    )
+    assert parse_transcript(claude).content == parse_transcript(codex).content == "User: hi"
+    assert parse_transcript(b'{"said":"hi"}').format == UNKNOWN
+
+
+async def _get_transcript(tmp_path: Path) -> None:
+    write(tmp_path / "ws" / "sessions" / "s.jsonl", '{"type":"message","message":{"role":"user","content":"hi"}}\n')
+    agent = config_mod.build({"agents": {"a": {"workspace": str(tmp_path / "ws")}}}, state_dir=tmp_path / "s")
+    engine = IndexEngine(agent.agent("a"))
+    await engine.open()
+    try:
+        got = engine.read_file("sessions/s.jsonl", from_line=1, lines=1)
+    finally:
+        engine.close()
+    assert (got.text, got.line_numbers) == ("User: hi", (1,))
 
 
 def _fusion_method() -> None:
@@ -264,13 +293,15 @@ def _cli() -> None:
 
 CHECKS: dict[str, Callable[..., Any]] = {
     "fusion weights": _compat_rows,
-    "FTS tokenizer": _compat_rows,
+    "score threshold": _compat_rows,
     "keyword leg": _compat_rows,
     "dates in the question": _compat_rows,
     "OpenClaw's exact search": _compat_rows,
     "out-of-range numbers": _out_of_range,
     "sources": _sources,
     "sessions folder": _sessions_folder,
+    "transcript formats": _transcript_formats,
+    "`memory_get` of a transcript": _get_transcript,
     "index database": _sessions_folder,
     "fusion method": _fusion_method,
     "candidate pools": _pools,

@@ -47,7 +47,7 @@ class Command(NamedTuple):
 
 COMMANDS: dict[str, Command] = {
     "serve": Command("serve:serve", logs_first=False),  # it configures its own log format and file
-    "mcp": Command("serve:mcp", logs_first=False),
+    "mcp": Command("mcp:run", logs_first=False),  # the shim stays light: see memoryd.cli.mcp
     "index": Command("index:run", logs_first=False),
     "sync": Command("index:run", logs_first=False),
     "search": Command("search:run", logs_first=False),

@@ -47,6 +47,7 @@ from memoryd.config.settings import (
     StoreSettings,
     SyncSettings,
     TemporalDecaySettings,
+    TranscriptSettings,
     VectorSettings,
 )
 from memoryd.config.typed import merge, to_dict
@@ -84,6 +85,7 @@ __all__ = [
     "StoreSettings",
     "SyncSettings",
     "TemporalDecaySettings",
+    "TranscriptSettings",
     "VectorSettings",
     "build",
     "load",

@@ -4,7 +4,8 @@ File layout (`$XDG_CONFIG_HOME/memoryd/config.toml`, or `--config` / `MEMORYD_CO
 
     [daemon]                 # daemon-wide: socket, logging
     [defaults]               # the memorySearch tree (snake_case) applied to every agent
-    [agents.<id>]            # workspace, sessions_dir, and any key of the tree, merged key by key
+    [agents.<id>]            # workspace, sessions_dir, sessions (transcript presets), and any key
+                             # of the tree, merged key by key
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from typing import Any, Literal, TypeVar
 from memoryd import paths
 from memoryd.config import ranges
 from memoryd.config.normalise import check_multimodal, normalise
+from memoryd.config.sessions import SESSIONS_PREFIX, SessionRoot, parse_presets, session_roots
 from memoryd.config.settings import MemorySearchSettings
 from memoryd.config.typed import merge
 from memoryd.errors import ConfigError, NotFoundError
@@ -41,6 +43,13 @@ class AgentConfig:
     sessions_dir: Path
     settings: MemorySearchSettings
     db_path: Path
+    roots: tuple[SessionRoot, ...] = ()
+    """Every folder of transcripts: `sessions_dir` first, then the `sessions` presets' (see config.sessions)."""
+
+    @property
+    def session_roots(self) -> tuple[SessionRoot, ...]:
+        """The transcript roots (just `sessions_dir` unless presets were configured)."""
+        return self.roots or (SessionRoot(SESSIONS_PREFIX, self.sessions_dir),)
 
     @property
     def extra_paths(self) -> tuple[Path, ...]:
@@ -61,6 +70,10 @@ class DaemonSettings:
     log_format: Literal["console", "json"] = "console"
     log_file: str = ""
     max_line_bytes: int = 4 * 1024 * 1024
+    max_connections: int = 0
+    """Clients served at once; 0: the descriptor limit less a reserve (a quarter of it, at least 64)."""
+    max_queued_bytes: int = 32 * 1024 * 1024
+    """Replies one client has not read yet; past this it is dropped (memoryd.server.backpressure)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,7 +110,7 @@ class Config:
         return paths.explicit_socket()
 
 
-AGENT_ONLY_KEYS = ("workspace", "sessions_dir")
+AGENT_ONLY_KEYS = ("workspace", "sessions_dir", "sessions")
 
 APPENDED_LISTS = ("extra_paths", "qmd.paths", "qmd.extra_collections")
 """List-valued keys an agent adds to instead of replacing: `[defaults]` first, then the agent's, de-duplicated
@@ -169,21 +182,48 @@ def _agent(agent_id: str, table: Mapping[str, object], defaults: MemorySearchSet
         sessions_dir = sd if sd.is_absolute() else workspace / sd
     else:
         raise ConfigError(f"{prefix}.sessions_dir", f"expected a path, got {raw_sd!r}")
+    presets = parse_presets(table.get("sessions", []), f"{prefix}.sessions")
+    roots = session_roots(sessions_dir, presets, agent_id, key=f"{prefix}.sessions")
     if settings.store.path:
         db_path = Path(settings.store.path.replace("{agentId}", agent_id)).expanduser()
     else:
         db_path = state_dir / "agents" / agent_id / "index.sqlite"
-    return AgentConfig(id=agent_id, workspace=workspace, sessions_dir=sessions_dir, settings=settings, db_path=db_path)
+    return AgentConfig(
+        id=agent_id, workspace=workspace, sessions_dir=sessions_dir, settings=settings, db_path=db_path, roots=roots
+    )
+
+
+MAX_CONFIG_BYTES = 16 * 1024 * 1024
+"""A config file is a few kilobytes; anything this large is not one (and is not read into memory)."""
 
 
 def read_file(path: Path) -> dict[str, Any]:
+    """The parsed TOML file; every way it can fail to be read is a ConfigError naming the file and why.
+
+    That covers what tomllib does not turn into TOMLDecodeError: bytes that are not UTF-8 (its
+    UnicodeDecodeError used to escape start-up as a traceback and kill the daemon on SIGHUP) and values
+    nested so deep that parsing them recurses past Python's limit (RecursionError, likewise).
+    """
     try:
         with path.open("rb") as fh:
-            return tomllib.load(fh)
+            raw = fh.read(MAX_CONFIG_BYTES + 1)
+    except OSError as exc:
+        raise ConfigError(str(path), f"cannot read: {exc.strerror or exc}") from exc
+    if len(raw) > MAX_CONFIG_BYTES:
+        raise ConfigError(str(path), f"larger than {MAX_CONFIG_BYTES:,} bytes: not a memoryd config file")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw.count(b"\n", 0, exc.start) + 1
+        raise ConfigError(
+            str(path), f"not valid UTF-8 (byte {exc.start}, line {line}): a TOML file must be UTF-8"
+        ) from None
+    try:
+        return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(str(path), f"not valid TOML: {exc}") from exc
-    except OSError as exc:
-        raise ConfigError(str(path), f"cannot read: {exc.strerror}") from exc
+    except RecursionError:
+        raise ConfigError(str(path), "nested too deeply to read (arrays or inline tables inside one another)") from None
 
 
 def build(
@@ -219,6 +259,7 @@ def build(
         base = dict(agents_table.get(aid, {})) if isinstance(agents_table.get(aid), Mapping) else {}
         base["workspace"] = str(workspace)
         base.pop("sessions_dir", None)
+        base.pop("sessions", None)
         agents[aid] = _agent(aid, base, defaults, state)
     if not agents:
         agents[DEFAULT_AGENT] = _agent(DEFAULT_AGENT, {}, defaults, state)
@@ -247,10 +288,13 @@ def load(
         data = read_file(path)
     elif explicit:
         raise ConfigError(str(path), "config file does not exist")
-    return build(
-        data,
-        state_dir=state_dir,
-        source_file=path if path.exists() else None,
-        workspace=workspace,
-        agent_id=agent_id,
-    )
+    try:
+        return build(
+            data,
+            state_dir=state_dir,
+            source_file=path if path.exists() else None,
+            workspace=workspace,
+            agent_id=agent_id,
+        )
+    except RecursionError:
+        raise ConfigError(str(path), "nested too deeply to read (tables inside one another)") from None

@@ -70,7 +70,9 @@ class RerankSettings:
 @dataclass(frozen=True, slots=True)
 class QuerySettings:
     max_results: int = 6
-    min_score: float = 0.35
+    min_score: float = 0.15
+    """Equal fusion weights halve a one-leg match: 0.15 keeps a cosine of 0.3 alone (a question and the
+    note that answers it in other words) and drops what MiniLM finds unrelated (cosine < 0.2)."""
     keyword_strategy: Literal["relaxed", "openclaw"] = "relaxed"
     date_boost: float = 0.2
     """Results from the period a query names ("in May 2024", "last week") score this much more (0 = off)."""
@@ -90,6 +92,15 @@ class SessionSyncSettings:
     delta_messages: int = 50
     post_compaction_force: bool = True
     debounce_ms: int = 5000
+
+
+@dataclass(frozen=True, slots=True)
+class TranscriptSettings:
+    """How session transcripts are read (memoryd's own; OpenClaw has no sub-agents to skip)."""
+
+    subagents: bool = False
+    """Index sub-agent turns too: Claude Code's sidechain records (`isSidechain`, the `subagents/`
+    files) and Codex rollouts of a sub-agent thread. Off: only the conversation the user had."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,11 +142,14 @@ class LocalSettings:
     model_path: str = ""
     model_cache_dir: str = ""
     threads: int = 0
+    long_inputs: Literal["windows", "truncate"] = "windows"
+    """A chunk longer than the model reads (MiniLM: 256 tokens; a 400-token chunk is ~450): `windows`
+    embeds all of it in overlapping windows pooled into one vector, `truncate` only its start."""
 
 
 @dataclass(frozen=True, slots=True)
 class FtsSettings:
-    tokenizer: FtsTokenizer = "porter"
+    tokenizer: FtsTokenizer = "unicode61"
 
 
 @dataclass(frozen=True, slots=True)
@@ -220,6 +234,7 @@ class MemorySearchSettings:
     store: StoreSettings = field(default_factory=StoreSettings)
     chunking: ChunkingSettings = field(default_factory=ChunkingSettings)
     sync: SyncSettings = field(default_factory=SyncSettings)
+    transcripts: TranscriptSettings = field(default_factory=TranscriptSettings)
     query: QuerySettings = field(default_factory=QuerySettings)
     cache: CacheSettings = field(default_factory=CacheSettings)
     files: FilesSettings = field(default_factory=FilesSettings)

@@ -70,6 +70,7 @@ async def create_provider(
             _user_path(local.model_cache_dir) or cache_dir / "models",
             model_path=_user_path(local.model_path),
             threads=local.threads,
+            windows=local.long_inputs == "windows",
         )
         if await provider.load() is not LoadState.READY:
             raise provider.error or EmbeddingError("the local model did not load")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 import structlog
@@ -18,9 +19,10 @@ from memoryd.errors import CorruptDatabaseError, StoreError
 from memoryd.faults import crash_point
 from memoryd.isotime import iso
 from memoryd.media import NO_LINES
+from memoryd.sources.transcripts import FORMATS, UNKNOWN
 from memoryd.store import schema
 from memoryd.store.db import VecState, connect, move_aside, translated
-from memoryd.store.index import SKIPPED, IndexStore
+from memoryd.store.index import SKIPPED, FormatCount, IndexStore
 from memoryd.store.lock import WriterLock
 from memoryd.store.readers import ReaderPool
 from memoryd.store.reindex import Rebuild, cleanup_leftovers
@@ -29,6 +31,16 @@ MEDIA_SKIPPED_SHOWN = 20
 """Skipped media files status names one by one (all are counted)."""
 
 log = structlog.get_logger(__name__)
+
+
+def transcript_report(rows: Sequence[FormatCount]) -> dict[str, object]:
+    """Status's transcript counts: files and chunks per format read, and how many no adapter understood."""
+    return {
+        "transcriptFormats": [
+            {"format": r.format, "files": r.files, "chunks": r.chunks} for r in rows if r.format in FORMATS
+        ],
+        "unrecognisedTranscripts": sum(r.files for r in rows if r.format == UNKNOWN),
+    }
 
 
 class AgentDatabase:
@@ -153,6 +165,7 @@ class AgentDatabase:
                 "embedding": {"filesWithoutVectors": files_without_vectors(store)},
                 "multimodal": media_report(store, active=settings.multimodal.active),
                 "malformedTranscriptLines": store.bad_lines(),
+                **transcript_report(store.transcript_formats()),
                 "meta": None
                 if meta is None
                 else {

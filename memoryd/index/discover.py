@@ -8,12 +8,14 @@ Blocking code (directory walks): the engine runs it in worker threads.
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Sequence
 from pathlib import Path
 
 from memoryd.config import AgentConfig
-from memoryd.errors import SourceError
-from memoryd.sources.discovery import SourceFile, index_path, list_memory_files, list_session_files
+from memoryd.errors import AccessDeniedError, SourceError
+from memoryd.sources.discovery import SourceFile, index_path, list_all_session_files, list_memory_files
+from memoryd.sources.session_roots import SessionRoot, root_of, split_index_path, transcript_index_path
 from memoryd.store.index import IndexStore
 
 Unlisted = tuple[str, str]
@@ -30,23 +32,49 @@ def discover(agent: AgentConfig, sources: Sequence[str]) -> tuple[list[SourceFil
         files.extend(list_memory_files(agent.workspace, agent.extra_paths, unlisted=hidden, media=media))
         unlisted.extend(("memory", index_path(p, agent.workspace)) for p in hidden)
     if "sessions" in sources:
-        hidden = []
-        files.extend(list_session_files(agent.sessions_dir, unlisted=hidden))
-        unlisted.extend(("sessions", "sessions") for _ in hidden)
+        folders: list[tuple[SessionRoot, Path]] = []
+        files.extend(list_all_session_files(agent.session_roots, unlisted=folders))
+        unlisted.extend(
+            ("sessions", root.prefix if place == root.path else root.index_path(place)) for root, place in folders
+        )
     return files, unlisted
 
 
+def _reached_directly(root: SessionRoot, path: Path) -> bool:
+    """No symlink between the root and the file: discovery walks no link, so neither does a targeted sync."""
+    try:
+        real, base = os.path.realpath(path), os.path.realpath(root.path)
+    except OSError:
+        return False
+    return os.path.relpath(real, base) == os.path.relpath(os.path.normpath(path), os.path.normpath(root.path))
+
+
+def session_file(agent: AgentConfig, path: Path) -> SourceFile | None:
+    """The transcript at `path` as discovery would list it; None when it is not one of the agent's
+    (outside every session root, an ignored folder, a symlink, not a regular file, not a transcript name)."""
+    absolute = Path(os.path.abspath(path))
+    root = root_of(agent.session_roots, absolute)
+    rel = transcript_index_path(agent.session_roots, absolute)
+    if root is None or rel is None:
+        return None
+    try:
+        if not stat.S_ISREG(os.lstat(absolute).st_mode) or not _reached_directly(root, absolute):
+            return None
+    except OSError:
+        return None
+    return SourceFile("sessions", rel, absolute)
+
+
 def targeted_sessions(agent: AgentConfig, sources: Sequence[str], session_files: Sequence[Path]) -> list[SourceFile]:
-    """The named transcripts that are in the agent's sessions directory (a session-delta sync)."""
+    """The named transcripts that are in one of the agent's session roots (a session-delta sync)."""
     if not session_files or "sessions" not in sources:
         return []
-    root = os.path.realpath(agent.sessions_dir)
-    wanted = {os.path.realpath(p) for p in session_files}
-    return [
-        f
-        for f in list_session_files(agent.sessions_dir)
-        if os.path.realpath(f.abs_path) in wanted and os.path.dirname(os.path.realpath(f.abs_path)) == root
-    ]
+    found: dict[str, SourceFile] = {}
+    for path in session_files:
+        file = session_file(agent, path)
+        if file is not None:
+            found.setdefault(file.path, file)
+    return list(found.values())
 
 
 def under(source: str, path: str, places: Sequence[Unlisted]) -> bool:
@@ -69,3 +97,29 @@ def refuse_to_lose_rows(store: IndexStore, unreadable: Sequence[str], unlisted: 
             f"cannot read {', '.join(at_risk[:5])}{more}: the rebuilt index was not swapped in, so their "
             "indexed rows are kept; fix the permissions (or delete them) and sync again"
         )
+
+
+def transcript_event_path(agent: AgentConfig, raw: str) -> Path:
+    """Where a transcript a client says grew (`memoryd/transcriptUpdated`) is; AccessDeniedError when it is
+    not a transcript in one of the agent's session roots.
+
+    Accepted: an absolute path (also through a symlink to a root, as the client may have resolved it),
+    an index path (`sessions/x.jsonl`, `claude-code/<project>/<id>.jsonl`), or a path relative to the workspace.
+    """
+    roots = agent.session_roots
+    p = Path(raw).expanduser()
+    if not p.is_absolute():
+        found = split_index_path(roots, p.as_posix())
+        p = found[0].path / found[1] if found is not None else agent.workspace / p
+    p = Path(os.path.normpath(p))
+    if transcript_index_path(roots, p) is not None:
+        return p
+    real = os.path.realpath(p)
+    for root in roots:
+        base = os.path.realpath(root.path)
+        if real.startswith(base.rstrip(os.sep) + os.sep):
+            candidate = Path(os.path.normpath(root.path / os.path.relpath(real, base)))
+            if transcript_index_path(roots, candidate) is not None:
+                return candidate
+    folders = ", ".join(str(r.path) for r in roots)
+    raise AccessDeniedError(f"{raw} is not a transcript in agent {agent.id!r}'s session folders ({folders})")

@@ -39,6 +39,7 @@ from memoryd.search.citations import cite
 from memoryd.search.request import Corpus, SearchMode, SearchRequest, SearchResponse, corpus_sources
 from memoryd.search.searcher import Searcher
 from memoryd.sources.readfile import FileSlice, read_memory_file
+from memoryd.sources.readtranscript import read_transcript
 from memoryd.store.index import IndexMeta, IndexStore, now_ms
 
 log = structlog.get_logger(__name__)
@@ -302,7 +303,20 @@ class IndexEngine:
         return cite(await self.searcher.search(request), self.agent.settings.citations, session_key)
 
     def read_file(self, path: str, *, from_line: int | None = None, lines: int | None = None) -> FileSlice:
+        """Lines of a memory file, or the messages of a transcript (a path in a session root). Blocking."""
         rules = self.settings.files
+        if "sessions" in self.settings.sources:
+            found = read_transcript(
+                path,
+                self.agent.session_roots,
+                from_line=from_line,
+                lines=lines,
+                subagents=self.settings.transcripts.subagents,
+                max_bytes=rules.max_transcript_bytes,
+                allow_hard_links=rules.allow_hard_links,
+            )
+            if found is not None:
+                return found
         return read_memory_file(
             path,
             self.agent.workspace,

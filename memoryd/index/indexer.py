@@ -31,6 +31,7 @@ from memoryd.index.media_embedding import embed_media
 from memoryd.index.roots import degraded_places, track, unlisted_paths
 from memoryd.index.state import IndexState, Progress, ProgressFn
 from memoryd.index.sync import (
+    TRANSIENT_REASONS,
     MediaOptions,
     Outcome,
     Prepared,
@@ -40,6 +41,7 @@ from memoryd.index.sync import (
     write_prepared,
 )
 from memoryd.sources.discovery import SourceFile
+from memoryd.sources.transcripts import UNKNOWN
 from memoryd.store import schema
 from memoryd.store.index import IndexMeta, IndexStore
 from memoryd.store.reindex import Rebuild
@@ -66,6 +68,7 @@ class Indexer:
         self._active = provider
         self._state = state
         self.batch = batch
+        self._warned: set[str] = set()  # unrecognised transcripts already logged (a rebuild knows no old format)
 
     def full_reindex_reasons(self, meta: IndexMeta | None) -> list[str]:
         """Why the index must be rebuilt from scratch (spec §3.9); empty when a delta sync will do."""
@@ -100,10 +103,15 @@ class Indexer:
         files, unlisted = await anyio.to_thread.run_sync(discover, self.agent, sources)
         await anyio.to_thread.run_sync(self._note_unreadable, unlisted)
         counts = await self._index(store, files, prune=sources, keep=unlisted, full=False, progress=progress)
+        counts.transient = counts.transient or self._listing_was_short_of_resources()
         self._state.skipped = dict(counts.skipped)  # a refused file is never UNCHANGED: every sync lists them all
         self._state.dirty = False
         self._state.dirty_sessions.clear()
         return False, counts
+
+    def _listing_was_short_of_resources(self) -> bool:
+        """A folder could not be listed for want of descriptors or memory, not of permission: retry soon."""
+        return any(place.reason in TRANSIENT_REASONS for place in self._state.degraded)
 
     def _note_unreadable(self, unlisted: Sequence[Unlisted]) -> None:
         """What could not be listed marks the agent degraded (status and every search say so)."""
@@ -148,8 +156,10 @@ class Indexer:
                     max_input_bytes=limit,
                     rules=rules,
                     media=media,
+                    subagents=self.settings.transcripts.subagents,
                 )
             )
+            self._warn_unrecognised(prepared)
             try:
                 prepared, vectors = await self._embed(store, prepared)
             except EmbeddingError as exc:
@@ -184,6 +194,19 @@ class Indexer:
 
                     total.deleted += await anyio.to_thread.run_sync(delete)
         return total
+
+    def _warn_unrecognised(self, prepared: Sequence[Prepared]) -> None:
+        """Log, once per file, a transcript no adapter understands (it is indexed as empty: say why)."""
+        for item in prepared:
+            if item.format != UNKNOWN or item.previous_format == UNKNOWN or item.file.path in self._warned:
+                continue
+            self._warned.add(item.file.path)
+            log.warning(
+                "transcript in no format memoryd reads (OpenClaw, Claude Code, Codex): indexed as empty",
+                agent=self.agent.id,
+                path=item.file.path,
+                malformed_lines=item.bad_lines,
+            )
 
     async def _embed(
         self, store: IndexStore, prepared: list[Prepared]
@@ -223,6 +246,7 @@ class Indexer:
             files, unlisted = await anyio.to_thread.run_sync(discover, self.agent, sources)
             await anyio.to_thread.run_sync(self._note_unreadable, unlisted)
             counts = await self._index(tmp_store, files, prune=(), full=True, progress=progress)
+            counts.transient = counts.transient or self._listing_was_short_of_resources()
             live = self._database.store
             await anyio.to_thread.run_sync(refuse_to_lose_rows, live, counts.unreadable, unlisted)
             dims = await anyio.to_thread.run_sync(_vector_dims, tmp_store)

@@ -21,16 +21,17 @@ from memoryd.store.index import IndexMeta, now_ms
 
 
 def effective_sources(agent: AgentConfig, indexed: Sequence[str] | None = None) -> tuple[str, ...]:
-    """The configured sources that exist: no sessions without a sessions directory.
+    """The configured sources that exist: no sessions without a session root that is a folder.
 
-    A sessions directory that cannot be inspected now (a folder above it is unreadable) changes
-    nothing: sessions count as they do in `indexed` (the sources the index was built with), or
-    as present when that is not known — an unreadable folder must never look like a deleted one.
+    A session root that cannot be inspected now (a folder above it is unreadable) changes nothing:
+    sessions count as they do in `indexed` (the sources the index was built with), or as present
+    when that is not known — an unreadable folder must never look like a deleted one.
     """
     configured = agent.settings.sources
     out = [s for s in ("memory", "sessions") if s in configured]
     if "sessions" in out:
-        present = _is_dir(agent.sessions_dir)
+        found = [_is_dir(root.path) for root in agent.session_roots]
+        present = True if any(found) else None if None in found else False
         if present is None:
             present = indexed is None or "sessions" in indexed
         if not present:
@@ -53,6 +54,7 @@ def scope_report(agent: AgentConfig) -> dict[str, object]:
     return {
         "workspaceDir": str(agent.workspace),
         "sessionsDir": str(agent.sessions_dir),
+        "sessionRoots": [root.to_dict() for root in agent.session_roots],
         "sources": list(effective_sources(agent)),
         "extraPaths": [str(p) for p in agent.extra_paths],
         "multimodal": {
@@ -75,9 +77,12 @@ def multimodal_scope(mm: MultimodalSettings) -> dict[str, object]:
 
 
 def scope_hash(agent: AgentConfig) -> str:
-    """Which files the index was built from: extra paths and multimodal settings (a change rebuilds it)."""
+    """Which files the index was built from: extra paths and multimodal settings (a change rebuilds it);
+    memoryd's transcript switches join only when set, so an index built before they existed is not rebuilt."""
     extras = sorted(p.as_posix() for p in agent.extra_paths)
-    data = {"extraPaths": extras, "multimodal": multimodal_scope(agent.settings.multimodal)}
+    data: dict[str, object] = {"extraPaths": extras, "multimodal": multimodal_scope(agent.settings.multimodal)}
+    if agent.settings.transcripts.subagents:
+        data["transcripts"] = {"subagents": True}
     return hashlib.sha256(orjson.dumps(data)).hexdigest()
 
 
@@ -118,7 +123,7 @@ def full_reindex_reasons(
             tuple(sorted(meta.sources)) != tuple(sorted(want.sources)),
             f"sources {meta.sources} -> {want.sources}",
         ),
-        (meta.scope_hash != want.scope_hash, "extra paths or multimodal settings changed"),
+        (meta.scope_hash != want.scope_hash, "extra paths, multimodal or transcript settings changed"),
         (meta.chunk_tokens != want.chunk_tokens, "chunk size changed"),
         (meta.chunk_overlap != want.chunk_overlap, "chunk overlap changed"),
         (

@@ -20,6 +20,7 @@ import structlog
 
 from memoryd.config import AgentConfig
 from memoryd.sources.safefile import RefusedFileError, open_checked
+from memoryd.sources.session_roots import located
 
 log = structlog.get_logger(__name__)
 
@@ -112,7 +113,7 @@ def unreadable_roots(agent: AgentConfig) -> list[Unreadable]:
         candidates.append(("memory", agent.workspace / "memory"))
         candidates.extend(("extraPath", extra) for extra in agent.extra_paths)
     if "sessions" in sources:
-        candidates.append(("sessions", agent.sessions_dir))
+        candidates.extend(("sessions", root.path) for root in agent.session_roots)
     found: list[Unreadable] = []
     for role, path in candidates:
         if any(_within(str(path), u.path) for u in found):
@@ -158,7 +159,12 @@ def unlisted_paths(agent: AgentConfig, unlisted: Iterable[tuple[str, str]]) -> l
     """Where on disk the (source, index path) places a listing could not read are."""
     out: list[Path] = []
     for source, path in unlisted:
-        out.append(agent.sessions_dir if source == "sessions" else Path(os.path.normpath(agent.workspace / path)))
+        if source == "sessions":
+            place = located(agent.session_roots, path)
+            if place is not None:
+                out.append(place)
+        else:
+            out.append(Path(os.path.normpath(agent.workspace / path)))
     return out
 
 

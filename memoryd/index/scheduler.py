@@ -29,13 +29,20 @@ from memoryd.errors import DaemonError, MemorydError, describe, first_error
 from memoryd.index.engine import IndexEngine
 from memoryd.index.sessions import SessionDeltaTracker, TranscriptFeed
 from memoryd.index.state import SyncReport
-from memoryd.sources.discovery import list_session_files
+from memoryd.index.sync import TRANSIENT_ERRNOS
+from memoryd.sources.discovery import list_all_session_files
+from memoryd.sources.session_roots import SessionRoot, transcript_index_path
 
 log = structlog.get_logger(__name__)
 
 MAILBOX_SIZE = 1024
 EMBEDDING_RETRY_MAX_S = 900.0
 """The longest wait between two retries of files left without vectors (the delay doubles up to this)."""
+RESOURCE_RETRY_START_S = 1.0
+RESOURCE_RETRY_MAX_S = 60.0
+"""A sync that could not read a file (or open the database) for want of descriptors or memory is
+retried after 1 s, doubling up to this, until one completes without such a failure: a note written
+while the daemon was out of descriptors is indexed once they are free, with no further change."""
 
 
 MAX_CONVERSATIONS = 10_000
@@ -86,6 +93,8 @@ class SyncScheduler:
         self._embedding_failed = anyio.Event()
         self._retry_delay_s = self.settings.sync.embedding_retry_ms / 1000
         self.next_retry_at: float | None = None
+        self._short_of_resources = anyio.Event()
+        self._resource_delay_s = RESOURCE_RETRY_START_S
 
     async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
         try:
@@ -96,6 +105,7 @@ class SyncScheduler:
                     tg.start_soon(self._interval_loop)
                 if self.settings.sync.embedding_retry_ms > 0:
                     tg.start_soon(self._embedding_retry_loop)
+                tg.start_soon(self._resource_retry_loop)
                 self.post(SyncJob("startup"))
                 task_status.started()
         finally:
@@ -200,7 +210,8 @@ class SyncScheduler:
         }
 
     def pending_transcripts(self) -> int:
-        return len({_index_path(p) for p in self._transcripts.paths()} | self.engine.state.dirty_sessions)
+        roots = self.agent.session_roots
+        return len({_index_path(roots, p) for p in self._transcripts.paths()} | self.engine.state.dirty_sessions)
 
     def _post_search_sync(self) -> None:
         """One request on behalf of searches is enough until a sync starts."""
@@ -288,6 +299,10 @@ class SyncScheduler:
         self._synced.set()
         self._synced = anyio.Event()
         await self._after_sync()
+        if _short_of_resources(report):
+            self._short_of_resources.set()
+        else:
+            self._resource_delay_s = RESOURCE_RETRY_START_S
         if self.engine.state.embedding_error:
             self._embedding_failed.set()
         elif not isinstance(report, BaseException):
@@ -295,7 +310,7 @@ class SyncScheduler:
 
     def _baseline_sessions(self, synced: tuple[Path, ...]) -> None:
         """Count growth from here on for the transcripts the sync indexed (every one when not targeted)."""
-        for path in synced or [f.abs_path for f in list_session_files(self.agent.sessions_dir)]:
+        for path in synced or [f.abs_path for f in list_all_session_files(self.agent.session_roots)]:
             self._sessions.baseline(path)
 
     async def _transcript_loop(self) -> None:
@@ -320,7 +335,7 @@ class SyncScheduler:
                 self.engine.mark_dirty()  # a deleted transcript's rows go in a full delta sync
                 self.post(SyncJob("session-delta"))
             if due:
-                self.engine.mark_dirty(sessions=[_index_path(p) for p in due])
+                self.engine.mark_dirty(sessions=[_index_path(self.agent.session_roots, p) for p in due])
                 self.post(SyncJob("session-delta", session_files=tuple(due)))
             if len(feed):
                 self._transcript_wakeup.set()  # still growing: look again once it may have gone quiet
@@ -331,7 +346,8 @@ class SyncScheduler:
         gone = False
         if quiet:
             differ = set(self.engine.drift(quiet))
-            due.extend(p for p in quiet if p not in due and _index_path(p) in differ)
+            roots = self.agent.session_roots
+            due.extend(p for p in quiet if p not in due and _index_path(roots, p) in differ)
             gone = any(not os.path.lexists(p) for p in quiet)
         return due, gone
 
@@ -349,12 +365,39 @@ class SyncScheduler:
                 self._retry_delay_s = min(self._retry_delay_s * 2, EMBEDDING_RETRY_MAX_S)
                 self.post(SyncJob("embedding-retry"))
 
+    async def _resource_retry_loop(self) -> None:
+        """Sync again after a sync that ran out of descriptors or memory (see RESOURCE_RETRY_MAX_S)."""
+        while True:
+            await self._short_of_resources.wait()
+            self._short_of_resources = anyio.Event()
+            log.warning(
+                "sync ran short of descriptors or memory; retrying", agent=self.agent.id, in_s=self._resource_delay_s
+            )
+            await anyio.sleep(self._resource_delay_s)
+            self._resource_delay_s = min(self._resource_delay_s * 2, RESOURCE_RETRY_MAX_S)
+            self.engine.mark_dirty()
+            self.post(SyncJob("resource-retry"))
+
     async def _interval_loop(self) -> None:
         while True:
             await anyio.sleep(self.settings.sync.interval_minutes * 60)
             self.post(SyncJob("interval"))
 
 
-def _index_path(transcript: Path) -> str:
+def _short_of_resources(report: SyncReport | BaseException) -> bool:
+    """Whether a sync failed (or left a file unread) because the process lacked descriptors or memory."""
+    if isinstance(report, SyncReport):
+        return report.counts.transient
+    seen: BaseException | None = report
+    while seen is not None:
+        if isinstance(seen, OSError) and seen.errno in TRANSIENT_ERRNOS:
+            return True
+        if "too many open files" in str(seen).lower() or "unable to open database file" in str(seen).lower():
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
+
+
+def _index_path(roots: tuple[SessionRoot, ...], transcript: Path) -> str:
     """How the index names a transcript (as `engine.drift` and the dirty set do)."""
-    return f"sessions/{transcript.name}"
+    return transcript_index_path(roots, transcript) or f"sessions/{transcript.name}"

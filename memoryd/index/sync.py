@@ -10,7 +10,9 @@ Rules that differ from OpenClaw on purpose:
 * malformed transcript lines are counted per file (`files.bad_lines`) and shown by status;
 * every file is read through `memoryd.sources.safefile` (no symlink followed below its root, a regular
   file checked on the open descriptor, a size cap per kind, hard links refused unless allowed): a file
-  refused there is SKIPPED — its rows are removed and status lists it with the reason.
+  refused there is SKIPPED — its rows are removed and status lists it with the reason;
+* each transcript's format is stored (`files.format`): a transcript indexed before formats were
+  told apart is read again even when its size and mtime are unchanged.
 
 A media file (multimodal memory) is one chunk, its caption, with no lines, read through the same safe
 reader with `multimodal.max_file_bytes` as its cap; one that cannot be indexed now (too large, not
@@ -71,6 +73,8 @@ class Prepared:
     error: str = ""
     reason: str = ""  # why a SKIPPED file was refused (memoryd.sources.safefile.RefusalReason)
     transient: bool = False  # UNREADABLE for want of a resource (descriptors, memory): worth a retry soon
+    format: str | None = None  # a transcript's format as read now (None: not a transcript, or not read)
+    previous_format: str | None = None  # as the index knew it
     media: MediaRef | None = None
     """A media file to embed with its bytes (re-read at embedding time); None for text."""
 
@@ -95,6 +99,8 @@ def media_skipped(item: Prepared, reason: SkipReason) -> Prepared:
 
 TRANSIENT_ERRNOS = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOMEM, errno.EAGAIN, errno.EINTR})
 """Read failures that say nothing about the file: the process ran out of something; a retry will do."""
+TRANSIENT_REASONS = frozenset(os.strerror(code) for code in TRANSIENT_ERRNOS)
+"""The same, as the `strerror` a degraded place reports ("Too many open files")."""
 
 
 def read_source(file: SourceFile, files: FilesSettings, max_bytes: int | None = None) -> tuple[bytes, os.stat_result]:
@@ -127,6 +133,7 @@ def prepare(
     max_input_bytes: int | None = None,
     rules: FilesSettings | None = None,
     media: MediaOptions | None = None,
+    subagents: bool = False,
 ) -> Prepared:
     """Stat, read, hash and chunk one file, deciding whether its rows must change.
 
@@ -135,6 +142,7 @@ def prepare(
     rejects. None (keyword-only) keeps chunks whole, as OpenClaw does without a provider.
     `rules`: the read rules (size caps, hard links); default FilesSettings().
     `media`: how image and audio files are prepared (the defaults skip them: nothing embeds them).
+    `subagents`: transcripts keep sub-agent turns (`transcripts.subagents`).
     """
     rules = rules if rules is not None else FilesSettings()
     try:
@@ -147,8 +155,12 @@ def prepare(
         )
     unchanged_stat = state is not None and state.size == st.st_size and state.mtime_ns == st.st_mtime_ns
     trusted = _may_skip_reading(st, file, rules)
-    if not full and state is not None and unchanged_stat and trusted and not state.hash.startswith(NO_VECTORS):
-        return Prepared(file, Outcome.UNCHANGED, hash=state.hash, mtime_ns=st.st_mtime_ns, size=st.st_size)
+    format_known = file.source != "sessions" or (state is not None and state.format is not None)
+    skip = trusted and format_known and not full and state is not None and unchanged_stat
+    if skip and state is not None and not state.hash.startswith(NO_VECTORS):
+        return Prepared(
+            file, Outcome.UNCHANGED, hash=state.hash, mtime_ns=st.st_mtime_ns, size=st.st_size, format=state.format
+        )
     if file.modality is not None:
         return _prepare_media(file, state, st, rules, media or MediaOptions(), full=full)
     try:
@@ -163,11 +175,22 @@ def prepare(
         return Prepared(
             file, Outcome.UNREADABLE, error=exc.strerror or str(exc), transient=exc.errno in TRANSIENT_ERRNOS
         )
-    transcript = parse_transcript(data) if file.source == "sessions" else None
+    transcript = parse_transcript(data, subagents=subagents) if file.source == "sessions" else None
     digest = transcript.hash if transcript is not None else hashlib.sha256(data).hexdigest()
     bad = transcript.malformed_lines if transcript is not None else 0
+    fmt = transcript.format if transcript is not None else None
+    before = state.format if state is not None else None
     if not full and state is not None and state.hash == digest:
-        return Prepared(file, Outcome.TOUCHED, hash=digest, mtime_ns=st.st_mtime_ns, size=st.st_size, bad_lines=bad)
+        return Prepared(
+            file,
+            Outcome.TOUCHED,
+            hash=digest,
+            mtime_ns=st.st_mtime_ns,
+            size=st.st_size,
+            bad_lines=bad,
+            format=fmt,
+            previous_format=before,
+        )
     if transcript is not None:
         chunks = chunk_transcript(transcript, chunking.tokens, chunking.overlap)
     else:
@@ -175,7 +198,15 @@ def prepare(
     if max_input_bytes is not None:
         chunks = split_for_input_limit(chunks, max_input_bytes)
     return Prepared(
-        file, Outcome.CHANGED, hash=digest, mtime_ns=st.st_mtime_ns, size=len(data), bad_lines=bad, chunks=chunks
+        file,
+        Outcome.CHANGED,
+        hash=digest,
+        mtime_ns=st.st_mtime_ns,
+        size=len(data),
+        bad_lines=bad,
+        chunks=chunks,
+        format=fmt,
+        previous_format=before,
     )
 
 
@@ -234,9 +265,19 @@ def prepare_many(
     max_input_bytes: int | None = None,
     rules: FilesSettings | None = None,
     media: MediaOptions | None = None,
+    subagents: bool = False,
 ) -> list[Prepared]:
     return [
-        prepare(f, states.get(f.path), chunking, full=full, max_input_bytes=max_input_bytes, rules=rules, media=media)
+        prepare(
+            f,
+            states.get(f.path),
+            chunking,
+            full=full,
+            max_input_bytes=max_input_bytes,
+            rules=rules,
+            media=media,
+            subagents=subagents,
+        )
         for f in files
     ]
 
@@ -283,7 +324,7 @@ def write_prepared(
             if item.outcome is Outcome.UNCHANGED:
                 counts.unchanged += 1
             elif item.outcome is Outcome.TOUCHED:
-                store.touch_file(f.source, f.path, item.mtime_ns, item.size)
+                store.touch_file(f.source, f.path, item.mtime_ns, item.size, item.format)
                 counts.unchanged += 1
             elif item.outcome is Outcome.CHANGED:
                 counts.chunks += store.replace_file(
@@ -296,6 +337,7 @@ def write_prepared(
                     chunks=item.chunks,
                     model=model,
                     vectors=vectors[i] if vectors is not None else None,
+                    format=item.format,
                 )
                 counts.indexed += 1
             elif item.outcome is Outcome.UNREADABLE:

@@ -1,7 +1,8 @@
 """One file watcher for every agent: watchfiles over the memory roots, changes routed to actors.
 
 What is watched recursively: each agent's `memory/` directory, its extra directories (and the
-folders holding extra files) and its sessions directory. Workspaces themselves are not watched
+folders holding extra files) and its session roots (`sessions_dir` and the `sessions` presets' folders;
+a transcript anywhere below one is routed as transcript growth). Workspaces themselves are not watched
 recursively (a workspace may be a large tree): the root notes (`MEMORY.md`, `memory.md`) and the
 appearance or removal of any root are checked by a cheap stat poll every `poll_s` seconds, which
 also restarts the watcher on a new root set — so folders and extra paths created after start are
@@ -31,8 +32,8 @@ from memoryd.errors import describe
 from memoryd.index.actor import AgentIndex
 from memoryd.index.roots import place_error, still_unreadable, unreadable_roots
 from memoryd.media import classify
-from memoryd.sources.discovery import IGNORED_DIRS, ROOT_NOTES
-from memoryd.sources.transcripts import is_transcript_name
+from memoryd.sources.discovery import ROOT_NOTES
+from memoryd.sources.session_roots import IGNORED_DIRS, root_of, transcript_index_path
 
 log = structlog.get_logger(__name__)
 
@@ -61,6 +62,13 @@ def _inside(path: str, root: str) -> bool:
 def _ignored(path: str, root: str) -> bool:
     rel = os.path.relpath(path, root)
     return any(part.lower() in IGNORED_DIRS for part in Path(rel).parts)
+
+
+def _is_folder_change(path: str, root: str) -> bool:
+    """A folder (not ignored) below a session root was created, removed or renamed: it may hold transcripts."""
+    if _ignored(path, root):
+        return False
+    return "." not in os.path.basename(path) or os.path.isdir(path)
 
 
 def _is_dir(path: Path) -> bool:
@@ -129,8 +137,8 @@ class Watcher:
                         notes.add(str(extra))
                     else:
                         notes.add(str(extra))
-            if "sessions" in agent.settings.sources and usable(agent.sessions_dir) and _is_dir(agent.sessions_dir):
-                recursive.add(str(agent.sessions_dir))
+            if "sessions" in agent.settings.sources:
+                recursive.update(str(r.path) for r in agent.session_roots if usable(r.path) and _is_dir(r.path))
         # Drop roots nested in other roots: one recursive watch covers them.
         ordered = sorted(recursive)
         kept = [r for r in ordered if not any(_inside(r, o) and r != o for o in ordered)]
@@ -257,10 +265,11 @@ class Watcher:
             path = os.path.abspath(raw)
             for i, actor in enumerate(actors):
                 agent = actor.agent
-                sessions = str(agent.sessions_dir)
-                if "sessions" in agent.settings.sources and os.path.dirname(path) == sessions:
-                    if is_transcript_name(os.path.basename(path)):
+                if "sessions" in agent.settings.sources and (root := root_of(agent.session_roots, path)) is not None:
+                    if transcript_index_path(agent.session_roots, path) is not None:
                         actor.transcript_updated(Path(path))
+                    elif _is_folder_change(path, str(root.path)):
+                        counts[i] = counts.get(i, 0) + 1  # a folder of transcripts came, went or moved
                     continue
                 if "memory" not in agent.settings.sources:
                     continue

@@ -91,6 +91,8 @@ class QmdBackend:
                 agent.sessions_dir,
                 export_dir,
                 settings.sessions.retention_days,
+                roots=agent.session_roots,
+                subagents=agent.settings.transcripts.subagents,
                 max_bytes=rules.max_transcript_bytes,
                 allow_hard_links=rules.allow_hard_links,
             )

@@ -6,7 +6,9 @@ masked by the same redaction. Transcripts older than the retention are not expor
 whose transcript is gone (or too old) are removed, so nothing forgotten lingers in QMD.
 
 Unlike OpenClaw, each export keeps its line map: a QMD hit in an export is cited as the transcript
-itself, `sessions/<name>.jsonl` at its JSONL lines, exactly as the builtin index cites it.
+itself, `sessions/<name>.jsonl` at its JSONL lines, exactly as the builtin index cites it. Every
+session root is exported (`sessions_dir` and the presets'); a transcript below the top of its root,
+or in another root than `sessions_dir`, is named after its whole index path (`/` becomes `__`).
 
 All functions here block (file I/O); callers run them in a worker thread.
 """
@@ -22,8 +24,9 @@ from pathlib import Path
 import structlog
 
 from memoryd.config.settings import DEFAULT_MAX_TRANSCRIPT_BYTES
-from memoryd.sources.discovery import list_session_files
+from memoryd.sources.discovery import list_all_session_files
 from memoryd.sources.safefile import RefusedFileError, read_checked
+from memoryd.sources.session_roots import SESSIONS_PREFIX, SessionRoot
 from memoryd.sources.transcripts import parse_transcript
 
 log = structlog.get_logger(__name__)
@@ -59,8 +62,13 @@ class ExportReport:
 
 
 def export_name(transcript_name: str) -> str:
-    """`abc.jsonl` -> `abc.md`; archives keep their suffix: `abc.jsonl.deleted.<TS>` -> `abc.jsonl.deleted.<TS>.md`."""
-    stem = transcript_name[: -len(".jsonl")] if transcript_name.endswith(".jsonl") else transcript_name
+    """`abc.jsonl` -> `abc.md`; archives keep their suffix: `abc.jsonl.deleted.<TS>` -> `abc.jsonl.deleted.<TS>.md`.
+
+    An index path (`codex/2026/01/05/x.jsonl`) is flattened first; `sessions/<name>` is named by `<name>` alone.
+    """
+    name = transcript_name.removeprefix(f"{SESSIONS_PREFIX}/")
+    name = name.replace("/", "__")
+    stem = name[: -len(".jsonl")] if name.endswith(".jsonl") else name
     return f"{stem}.md"
 
 
@@ -71,11 +79,13 @@ def render(name: str, content: str) -> str:
 
 @dataclass(slots=True)
 class SessionExporter:
-    """Keeps `export_dir` equal to the transcripts of `sessions_dir` within the retention."""
+    """Keeps `export_dir` equal to the transcripts of `sessions_dir` (or of `roots`) within the retention."""
 
     sessions_dir: Path
     export_dir: Path
     retention_days: int = 0
+    roots: tuple[SessionRoot, ...] = ()
+    subagents: bool = False  # transcripts.subagents
     exported: dict[str, ExportedSession] = field(default_factory=dict)  # export file name -> origin
     max_bytes: int = DEFAULT_MAX_TRANSCRIPT_BYTES  # files.max_transcript_bytes
     allow_hard_links: bool = False  # files.allow_hard_links
@@ -87,7 +97,7 @@ class SessionExporter:
         if self.retention_days > 0:
             cutoff = (time.time() if now_s is None else now_s) - self.retention_days * _DAY_S
         keep: dict[str, ExportedSession] = {}
-        for source in list_session_files(self.sessions_dir):
+        for source in list_all_session_files(self.roots or (SessionRoot(SESSIONS_PREFIX, self.sessions_dir),)):
             try:
                 st = source.abs_path.stat()
             except OSError:
@@ -95,7 +105,7 @@ class SessionExporter:
             if cutoff is not None and st.st_mtime < cutoff:
                 report.skipped_old += 1
                 continue
-            name = export_name(source.abs_path.name)
+            name = export_name(source.path)
             known = self.exported.get(name)
             if known is not None and known.mtime_ns == st.st_mtime_ns and (self.export_dir / name).exists():
                 keep[name] = known
@@ -115,7 +125,7 @@ class SessionExporter:
             except OSError as exc:
                 log.warning("transcript unreadable; not exported", path=str(source.abs_path), error=exc.strerror)
                 continue
-            transcript = parse_transcript(data)
+            transcript = parse_transcript(data, subagents=self.subagents)
             origin = ExportedSession(source.path, transcript.line_map, st.st_mtime_ns, transcript.hash)
             if known is None or known.hash != origin.hash or not (self.export_dir / name).exists():
                 _write_atomic(self.export_dir / name, render(Path(name).stem, transcript.content))

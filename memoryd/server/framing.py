@@ -119,6 +119,11 @@ def decode_line(line: bytes | OversizedLine) -> JSONRPCMessage | Rejection:
         document = orjson.loads(line)
     except orjson.JSONDecodeError as exc:
         return _reject(None, PARSE_ERROR, f"parse error: {exc}")
+    if isinstance(document, dict) and "method" in document and "id" in document and _usable_id(document) is None:
+        # JSON-RPC 2.0: an id is a string or an integer (a notification has none at all). An object, array,
+        # boolean, null or fractional id is no request the server can answer by its id: -32600, id null.
+        shown = _JSON_KINDS.get(type(document["id"]), "null")
+        return _reject(None, INVALID_REQUEST, f"invalid request: id must be a string or an integer (got {shown})")
     try:
         return jsonrpc_message_adapter.validate_python(document, by_name=False)
     except ValidationError:
@@ -148,6 +153,9 @@ async def next_message(lines: LineReader) -> JSONRPCMessage | Rejection | None:
 
 def _reject(request_id: str | int | None, code: int, message: str) -> Rejection:
     return Rejection(error_response(request_id, code, message))
+
+
+_JSON_KINDS = {dict: "an object", list: "an array", bool: "a boolean", float: "a fractional number"}
 
 
 def _usable_id(document: object) -> str | int | None:

@@ -8,6 +8,7 @@ can fix (bad arguments, a path outside the roots, a missing file) come back as t
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -32,7 +33,8 @@ from mcp_types import (
 
 import memoryd
 from memoryd.errors import MemorydError, ProtocolError, describe, first_error
-from memoryd.server.schemas import ToolSchema, validate_arguments
+from memoryd.server.guard import param_guard
+from memoryd.server.schemas import ToolSchema, load_method_schemas, validate_arguments
 from memoryd.server.service import MemoryService
 
 log = structlog.get_logger(__name__)
@@ -153,7 +155,14 @@ def build_server(service: MemoryService, tools: Sequence[ToolSchema], binding: A
     )
     server.add_request_handler(SYNC_METHOD, SyncParams, sync)
     server.add_notification_handler(TRANSCRIPT_UPDATED_METHOD, TranscriptUpdatedParams, transcript_updated)
+    server.middleware.append(param_guard(method_schemas()))
     return server
+
+
+@functools.cache
+def method_schemas() -> dict[str, dict[str, Any]]:
+    """memoryd's own methods' params schemas, read once (a small file beside the tool schemas)."""
+    return load_method_schemas()
 
 
 async def _invoke(service: MemoryService, agent: str, name: str, arguments: dict[str, Any]) -> dict[str, object]:

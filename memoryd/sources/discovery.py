@@ -4,14 +4,16 @@ Differences from OpenClaw, on purpose: the watcher's ignore list (`.git`, `node_
 applies while indexing too, and results are sorted so every run sees the same order.
 Symlinks are skipped (files, directories and extra roots alike), as upstream does.
 With multimodal memory on, images and audio files of the enabled kinds are listed too, from the
-extra paths only (never from `memory/`, as upstream), each with its kind.
+extra paths only (never from `memory/`, as upstream), each with its kind. Transcripts are found in
+every session root, recursively (OpenClaw reads the top level of one folder), under the same rules;
+a file reachable from two roots is listed once, under the first.
 """
 
 from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -19,13 +21,13 @@ from typing import Literal
 import structlog
 
 from memoryd.media import Modality, classify
+from memoryd.sources.session_roots import IGNORED_DIRS, SessionRoot
 from memoryd.sources.transcripts import is_transcript_name
 
 log = structlog.get_logger(__name__)
 
 SourceKind = Literal["memory", "sessions"]
 
-IGNORED_DIRS = frozenset({".git", "node_modules", ".pnpm-store", ".venv", "venv", ".tox", "__pycache__"})
 ROOT_NOTES = ("MEMORY.md", "memory.md")
 
 
@@ -52,17 +54,18 @@ def index_path(abs_path: Path, workspace: Path) -> str:
     return Path(os.path.relpath(abs_path, workspace)).as_posix()
 
 
-def is_ignored(rel_parts: Sequence[str]) -> bool:
-    return any(part.lower() in IGNORED_DIRS for part in rel_parts)
-
-
 def _is_markdown(name: str) -> bool:
     return name.lower().endswith(".md")
 
 
-def _walk(root: Path, unlisted: list[Path] | None = None, media: Sequence[Modality] = ()) -> Iterator[Path]:
-    """Regular `.md` files (and media files of the `media` kinds) below `root`, skipping symlinks and
-    ignored directories, sorted.
+def _walk(
+    root: Path,
+    unlisted: list[Path] | None = None,
+    media: Sequence[Modality] = (),
+    accept: Callable[[str], bool] | None = None,
+) -> Iterator[Path]:
+    """Regular files below `root` — `.md` ones and media files of the `media` kinds, or those whose name
+    `accept`s when given (transcripts) — skipping symlinks and ignored directories, sorted.
 
     A directory that exists but cannot be listed is added to `unlisted`: its files are not
     gone, and the caller must not treat them as deleted.
@@ -82,9 +85,11 @@ def _walk(root: Path, unlisted: list[Path] | None = None, media: Sequence[Modali
                 continue
             if entry.is_dir(follow_symlinks=False):
                 if entry.name.lower() not in IGNORED_DIRS:
-                    yield from _walk(Path(entry.path), unlisted, media)
+                    yield from _walk(Path(entry.path), unlisted, media, accept)
             elif entry.is_file(follow_symlinks=False) and (
-                _is_markdown(entry.name) or classify(entry.name, media) is not None
+                accept(entry.name)
+                if accept is not None
+                else _is_markdown(entry.name) or classify(entry.name, media) is not None
             ):
                 yield Path(entry.path)
         except OSError:
@@ -154,25 +159,48 @@ def list_memory_files(
     return result
 
 
-def list_session_files(sessions_dir: Path, *, unlisted: list[Path] | None = None) -> list[SourceFile]:
-    """Transcripts at the top level of the sessions directory, stored as `sessions/<name>`.
+def list_session_files(root: SessionRoot, *, unlisted: list[Path] | None = None) -> list[SourceFile]:
+    """Transcripts anywhere below the root (not through symlinks or ignored folders), stored as
+    `<prefix>/<path below the root>`: `sessions/<name>` for those at the top of `sessions_dir`.
 
-    A sessions directory that exists but cannot be listed is appended to `unlisted`.
+    Folders that exist but cannot be listed (the root itself included) are appended to `unlisted`.
     """
     try:
-        entries = sorted(os.scandir(sessions_dir), key=lambda e: e.name)
+        mode = os.stat(root.path).st_mode
     except (FileNotFoundError, NotADirectoryError):
         return []
     except OSError as exc:
-        log.warning("cannot list the sessions directory; its transcripts keep their rows", error=exc.strerror)
+        log.warning("cannot look at a sessions folder; its transcripts keep their rows", error=exc.strerror)
         if unlisted is not None:
-            unlisted.append(sessions_dir)
+            unlisted.append(root.path)
+        return []
+    if not stat.S_ISDIR(mode):
         return []
     return [
-        SourceFile("sessions", f"sessions/{e.name}", Path(e.path), sessions_dir)
-        for e in entries
-        if is_transcript_name(e.name) and e.is_file(follow_symlinks=False)
+        SourceFile("sessions", root.index_path(path), path, root.path)
+        for path in _walk(root.path, unlisted, accept=is_transcript_name)
     ]
+
+
+def list_all_session_files(
+    roots: Sequence[SessionRoot], *, unlisted: list[tuple[SessionRoot, Path]] | None = None
+) -> list[SourceFile]:
+    """The transcripts of every root, each file once (by real path: the first root that reaches it)."""
+    seen: set[str] = set()
+    out: list[SourceFile] = []
+    for root in roots:
+        hidden: list[Path] = []
+        for file in list_session_files(root, unlisted=hidden):
+            try:
+                real = os.path.realpath(file.abs_path)
+            except OSError:
+                continue
+            if real not in seen:
+                seen.add(real)
+                out.append(file)
+        if unlisted is not None:
+            unlisted.extend((root, place) for place in hidden)
+    return out
 
 
 MEMORY_PATH_NOTES = ("MEMORY.md", "memory.md", "DREAMS.md")

@@ -32,15 +32,21 @@ class FileSlice:
     from_line: int
     lines: int
     total_lines: int
+    line_numbers: tuple[int, ...] | None = None  # a transcript's: the JSONL line of each text line
+    format: str | None = None  # a transcript's format (claude-code, codex, openclaw, …)
 
     def to_dict(self) -> dict[str, object]:
-        return {
+        out: dict[str, object] = {
             "path": self.path,
             "text": self.text,
             "from": self.from_line,
             "lines": self.lines,
             "totalLines": self.total_lines,
         }
+        if self.line_numbers is not None:
+            out["lineNumbers"] = list(self.line_numbers)
+            out["format"] = self.format
+        return out
 
 
 def _inside(child: str, root: str) -> bool:
@@ -63,7 +69,9 @@ def resolve_allowed(raw: str, workspace: Path, extra_paths: Sequence[Path]) -> t
             "(its search result, path and caption, is all the index holds of it)"
         )
     if not normal.name.lower().endswith(".md"):
-        raise AccessDeniedError(f"{raw}: only markdown (.md) memory files can be read")
+        raise AccessDeniedError(
+            f"{raw}: only markdown (.md) memory files and session transcripts (as memory_search cites them) can be read"
+        )
     ws = os.path.normpath(workspace)
     if _inside(str(normal), ws):
         rel = Path(os.path.relpath(normal, ws)).as_posix()

@@ -32,6 +32,25 @@ def private_dir(path: Path) -> None:
     path.mkdir(mode=PRIVATE_DIR_MODE, parents=True, exist_ok=True)
 
 
+def location_problem(path: Path) -> str | None:
+    """Why a database cannot live at `path` (its folder cannot be created, or written), or None.
+
+    Creates the folder (0700) as opening would; used before an agent is switched to a new `store.path`,
+    so that a path that cannot work keeps the agent on the one that does.
+    """
+    try:
+        private_dir(path.parent)
+    except FileExistsError:
+        return f"{path.parent} exists and is not a folder"
+    except OSError as exc:
+        return f"cannot create {path.parent}: {exc.strerror or exc}"
+    if not os.access(path.parent, os.W_OK | os.X_OK):
+        return f"cannot write in {path.parent}"
+    if os.path.lexists(path) and not (os.path.isfile(path) and os.access(path, os.R_OK | os.W_OK)):
+        return f"{path} exists and is not a database file memoryd can read and write"
+    return None
+
+
 def _create_private_file(path: Path) -> None:
     """Create an empty database file with mode 0600 unless it exists (SQLite would use 0644 & ~umask).
 

@@ -83,6 +83,14 @@ class FileState:
     hash: str
     mtime_ns: int
     size: int
+    format: str | None = None  # a transcript's format; None for memory files and transcripts not parsed since v4
+
+
+@dataclass(frozen=True, slots=True)
+class FormatCount:
+    format: str
+    files: int
+    chunks: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -145,8 +153,8 @@ class IndexStore:
 
     def file_states(self, source: str) -> dict[str, FileState]:
         with translated("reading file states"):
-            rows = self.conn.execute("SELECT path, hash, mtime_ns, size FROM files WHERE source = ?", (source,))
-            return {str(p): FileState(str(h), int(m), int(s)) for p, h, m, s in rows}
+            rows = self.conn.execute("SELECT path, hash, mtime_ns, size, format FROM files WHERE source = ?", (source,))
+            return {str(p): FileState(str(h), int(m), int(s), None if f is None else str(f)) for p, h, m, s, f in rows}
 
     def ensure_vectors(self, dims: int) -> None:
         """Create the binary vector table for `dims` (filled from the stored vectors when new).
@@ -182,6 +190,7 @@ class IndexStore:
         chunks: Sequence[Chunk],
         model: str,
         vectors: Vectors | None,
+        format: str | None = None,
     ) -> int:
         """Replace every row of one file with `chunks` (and their vectors); returns rows written."""
         stamp = now_ms()
@@ -229,21 +238,22 @@ class IndexStore:
                         (schema.VBIT_SHARDS, source, path, bits * 4),
                     )
             self.conn.execute(
-                "INSERT INTO files(source, path, hash, mtime, mtime_ns, size, bad_lines, indexed_at) "
-                "VALUES(?,?,?,?,?,?,?,?) ON CONFLICT(source, path) DO UPDATE SET hash = excluded.hash, "
+                "INSERT INTO files(source, path, hash, mtime, mtime_ns, size, bad_lines, indexed_at, format) "
+                "VALUES(?,?,?,?,?,?,?,?,?) ON CONFLICT(source, path) DO UPDATE SET hash = excluded.hash, "
                 "mtime = excluded.mtime, mtime_ns = excluded.mtime_ns, size = excluded.size, "
-                "bad_lines = excluded.bad_lines, indexed_at = excluded.indexed_at",
-                (source, path, file_hash, mtime_ns // 1_000_000, mtime_ns, size, bad_lines, stamp),
+                "bad_lines = excluded.bad_lines, indexed_at = excluded.indexed_at, format = excluded.format",
+                (source, path, file_hash, mtime_ns // 1_000_000, mtime_ns, size, bad_lines, stamp, format),
             )
             self._bump_generation()
         return len(rows)
 
-    def touch_file(self, source: str, path: str, mtime_ns: int, size: int) -> None:
-        """Same content, new mtime: remember it so the next resync skips reading the file."""
+    def touch_file(self, source: str, path: str, mtime_ns: int, size: int, format: str | None = None) -> None:
+        """Same content, new mtime: remember it so the next resync skips reading the file (and, for a
+        transcript, the format it was read as)."""
         with translated(f"updating {source}:{path}"):
             self.conn.execute(
-                "UPDATE files SET mtime = ?, mtime_ns = ?, size = ? WHERE source = ? AND path = ?",
-                (mtime_ns // 1_000_000, mtime_ns, size, source, path),
+                "UPDATE files SET mtime = ?, mtime_ns = ?, size = ?, format = ? WHERE source = ? AND path = ?",
+                (mtime_ns // 1_000_000, mtime_ns, size, format, source, path),
             )
 
     def delete_files(self, source: str, paths: Iterable[str]) -> int:
@@ -281,6 +291,25 @@ class IndexStore:
                 str(s): int(n) for s, n in self.conn.execute("SELECT source, COUNT(*) FROM chunks GROUP BY source")
             }
         return [SourceCount(s, files.get(s, 0), chunks.get(s, 0)) for s in sorted(set(files) | set(chunks))]
+
+    def transcript_formats(self) -> list[FormatCount]:
+        """Transcripts and their chunks per format (NULL, not parsed since v4, left out)."""
+        with translated("counting transcript formats"):
+            files = {
+                str(f): int(n)
+                for f, n in self.conn.execute(
+                    "SELECT format, COUNT(*) FROM files WHERE source = 'sessions' AND format IS NOT NULL "
+                    "GROUP BY format"
+                )
+            }
+            chunks = {
+                str(f): int(n)
+                for f, n in self.conn.execute(
+                    "SELECT f.format, COUNT(*) FROM chunks c JOIN files f ON f.source = c.source AND f.path = c.path "
+                    "WHERE c.source = 'sessions' AND f.format IS NOT NULL GROUP BY f.format"
+                )
+            }
+        return [FormatCount(f, files[f], chunks.get(f, 0)) for f in sorted(files)]
 
     def bad_lines(self) -> int:
         with translated("counting malformed lines"):

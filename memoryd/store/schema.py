@@ -22,6 +22,11 @@ table with new rows only, off a v3 file. The freed pages stay on the freelist (t
 auto_vacuum=NONE, so `PRAGMA incremental_vacuum` does nothing) and later writes reuse them; no VACUUM on
 open, which would rewrite the whole file (about 3 ms per MB, the copy held in RAM with
 temp_store=MEMORY) while the daemon starts. A full rebuild (`memoryd index --force`) writes a compact file.
+
+v4 adds `files.format`: which tool wrote a transcript (`openclaw`, `claude-code`, `codex`), `unknown` for
+one no adapter understands, "" for a blank one, NULL for memory files — and for transcripts indexed
+before formats were told apart, which the next sync reads again (their size and mtime alone do not say
+how a newer parser reads them). Status counts files and chunks per format from it.
 """
 
 from __future__ import annotations
@@ -115,7 +120,14 @@ def _v3(conn: apsw.Connection) -> None:
     drop_legacy_vec(conn)
 
 
-STEPS: tuple[Step, ...] = (_v1, _v2, _v3)
+def _v4(conn: apsw.Connection) -> None:
+    """Each transcript's format (NULL: not known yet, so the next sync parses it again)."""
+    columns = {str(row[1]) for row in conn.execute("PRAGMA table_info(files)")}
+    if "format" not in columns:  # a file whose version was set back by hand may have it already
+        conn.execute("ALTER TABLE files ADD COLUMN format TEXT")
+
+
+STEPS: tuple[Step, ...] = (_v1, _v2, _v3, _v4)
 SCHEMA_VERSION = len(STEPS)
 
 TOKENIZE_CLAUSES: dict[FtsTokenizer, str] = {

