@@ -196,6 +196,14 @@ class FilesSettings:
 
 
 @dataclass(frozen=True, slots=True)
+class ToolsSettings:
+    """Which optional MCP tools the agent serves (search, get and status always are)."""
+
+    write: bool = True
+    """`memory_write`: append-only saves to the daily note or MEMORY.md."""
+
+
+@dataclass(frozen=True, slots=True)
 class MultimodalSettings:
     """OpenClaw's `multimodal`: images and audio in `extra_paths`, embedded by a multimodal model.
 
@@ -239,6 +247,7 @@ class MemorySearchSettings:
     cache: CacheSettings = field(default_factory=CacheSettings)
     files: FilesSettings = field(default_factory=FilesSettings)
     citations: Literal["auto", "on", "off"] = "auto"
+    tools: ToolsSettings = field(default_factory=ToolsSettings)
     compat: Compat = "none"
     """`openclaw`: search exactly as OpenClaw's builtin manager (the profile in memoryd/compat.py)."""
     backend: Backend = "builtin"

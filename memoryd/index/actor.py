@@ -22,6 +22,7 @@ from memoryd.embeddings.base import EmbeddingProvider
 from memoryd.embeddings.select import Selection, first_candidate
 from memoryd.errors import MemorydError
 from memoryd.index.engine import IndexEngine
+from memoryd.index.saving import SaveReport, save
 from memoryd.index.scheduler import SyncJob, SyncScheduler
 from memoryd.index.state import SyncReport
 from memoryd.isotime import iso
@@ -31,6 +32,7 @@ from memoryd.qmd.updates import EmbedGate
 from memoryd.search.citations import cite
 from memoryd.search.request import SearchRequest, SearchResponse
 from memoryd.sources.readfile import FileSlice
+from memoryd.sources.write import Target
 
 log = structlog.get_logger(__name__)
 
@@ -154,6 +156,20 @@ class AgentIndex:
         if self.qmd is not None:
             await self.qmd.sync(reason, force=force)
         return await self.scheduler.report(job)
+
+    async def write(self, text: str, *, target: Target, heading: str | None) -> SaveReport:
+        """Append an entry (`memory_write`), then sync that one file before answering: searchable on return."""
+        written, filed_under = await save(self.agent, text, target=target, heading=heading)
+        job = await self.scheduler.enqueue("write", memory_files=(written.abs_path,))
+        if self.qmd is not None:
+            self.qmd.files_changed()
+            await self.qmd.sync("write")
+        try:
+            await self.scheduler.report(job)
+        except MemorydError as exc:
+            log.warning("entry saved but not indexed", agent=self.agent.id, path=written.path, error=str(exc))
+            return SaveReport(written, target, filed_under, indexed=False, index_error=str(exc))
+        return SaveReport(written, target, filed_under, indexed=True)
 
     @property
     def queue_depth(self) -> int:

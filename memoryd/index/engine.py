@@ -181,18 +181,23 @@ class IndexEngine:
         *,
         force: bool = False,
         session_files: Sequence[Path] = (),
+        memory_files: Sequence[Path] = (),
         progress: ProgressFn | None = None,
     ) -> SyncReport:
-        """Bring the index up to date with the sources; a full safe rebuild when required or forced."""
+        """Bring the index up to date with the sources; a full safe rebuild when required or forced.
+
+        `session_files` / `memory_files`: sync only these transcripts and notes (when they are the agent's)."""
         async with self._sync_lock:
             started = time.monotonic()
             pending_before = self.state.pending
             full = False
             try:
                 try:
-                    full, counts = await self.indexer.run(reason, force, session_files, progress)
+                    full, counts = await self.indexer.run(reason, force, session_files, progress, memory_files)
                 except ReadonlyDatabaseError as exc:
-                    full, counts = await self._readonly_recovery(exc, reason, force, session_files, progress)
+                    full, counts = await self._readonly_recovery(
+                        exc, reason, force, session_files, progress, memory_files=memory_files
+                    )
                 except CorruptDatabaseError as exc:
                     await anyio.to_thread.run_sync(self._recover_corrupt, exc)
                     full, counts = await self.indexer.run(reason, True, (), progress)
@@ -254,6 +259,8 @@ class IndexEngine:
         force: bool,
         session_files: Sequence[Path],
         progress: ProgressFn | None,
+        *,
+        memory_files: Sequence[Path] = (),
     ) -> tuple[bool, SyncCounts]:
         """Spec §3.11: reopen the database once and retry the sync."""
         rec = self.state.readonly
@@ -262,7 +269,7 @@ class IndexEngine:
         log.warning("index is read-only; reopening and retrying once", agent=self.agent.id, error=str(exc))
         try:
             await anyio.to_thread.run_sync(self.database.reopen)
-            result = await self.indexer.run(reason, force, session_files, progress)
+            result = await self.indexer.run(reason, force, session_files, progress, memory_files)
         except MemorydError:
             rec.failures += 1
             raise

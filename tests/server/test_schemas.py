@@ -67,7 +67,7 @@ def test_valid_search_arguments_pass_with_the_corpus_default_filled_in(arguments
 )
 def test_a_value_of_the_wrong_type_is_refused_naming_its_field(case: tuple[str, str, Any]) -> None:
     name, field, value = case
-    arguments: dict[str, Any] = {"query": "x", "path": "MEMORY.md"} if name != "status" else {}
+    arguments: dict[str, Any] = {"query": "x", "path": "MEMORY.md", "text": "x"} if name != "status" else {}
     arguments = {key: item for key, item in arguments.items() if key in TOOLS[name].input_schema["properties"]}
     arguments[field] = value
     with pytest.raises(InvalidArgumentsError) as caught:
