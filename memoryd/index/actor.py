@@ -19,7 +19,7 @@ from anyio.abc import TaskStatus
 
 from memoryd.config import AgentConfig
 from memoryd.embeddings.base import EmbeddingProvider
-from memoryd.embeddings.select import Selection
+from memoryd.embeddings.select import Selection, first_candidate
 from memoryd.errors import MemorydError
 from memoryd.index.engine import IndexEngine
 from memoryd.index.saving import SaveReport, save
@@ -99,10 +99,13 @@ class AgentIndex:
         """
         assert self._provider_factory is not None
         self.engine.state.provider_state = "loading"
+        self.engine.active.loading = first_candidate(self.settings)
         try:
             selection = await self._provider_factory(self.agent)
         except MemorydError as exc:
             selection = Selection(None, str(exc))
+        finally:
+            self.engine.active.loading = None
         self.engine.provider = selection.provider
         self.engine.provider_unavailable_reason = selection.reason
         self.engine.fallback_from = selection.fallback_from
@@ -215,11 +218,16 @@ class AgentIndex:
         return await anyio.to_thread.run_sync(lambda: self.engine.read_file(path, from_line=from_line, lines=lines))
 
     async def status(self, *, deep: bool = False) -> dict[str, object]:
+        """Status; `deep` also probes: an embedding round trip and a query of each vector store of the
+        builtin index (which serves QMD's fallback too), and QMD's own doctor when QMD is the backend."""
         if self.qmd is None:
-            return await self._builtin_status()
-        st = await self.qmd.status()
+            st = await self._builtin_status()
+        else:
+            st = await self.qmd.status()
+            if deep:
+                st["qmdDoctor"] = await self.qmd.doctor()
         if deep:
-            st["qmdDoctor"] = await self.qmd.doctor()
+            st.update(await self.engine.searcher.probe())
         return st
 
     async def _builtin_status(self) -> dict[str, object]:
