@@ -32,7 +32,7 @@ from memoryd.index.discover import transcript_event_path
 from memoryd.index.supervisor import Supervisor
 from memoryd.index.watcher import Watcher
 from memoryd.runtime.claim import StateClaim, claim_state_dir
-from memoryd.server.service import Corpus
+from memoryd.server.service import Corpus, WriteTarget
 from memoryd.server.unix import serve_unix
 from memoryd.service.activation import inherited_unix_listener
 
@@ -97,6 +97,13 @@ class DaemonService:
             },
         }
         return st
+
+    def write_enabled(self, agent: str) -> bool:
+        return self.supervisor.cfg.agent(agent).settings.tools.write
+
+    async def write(self, agent: str, text: str, *, target: WriteTarget, heading: str | None) -> dict[str, object]:
+        actor = await self._actor(agent)
+        return (await actor.write(text, target=target, heading=heading)).to_dict()
 
     async def sync(self, agent: str, *, force: bool, reason: str) -> dict[str, object]:
         actor = await self._actor(agent)

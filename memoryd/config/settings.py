@@ -142,6 +142,9 @@ class LocalSettings:
     model_path: str = ""
     model_cache_dir: str = ""
     threads: int = 0
+    long_inputs: Literal["windows", "truncate"] = "windows"
+    """A chunk longer than the model reads (MiniLM: 256 tokens; a 400-token chunk is ~450): `windows`
+    embeds all of it in overlapping windows pooled into one vector, `truncate` only its start."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -196,6 +199,14 @@ class FilesSettings:
 
 
 @dataclass(frozen=True, slots=True)
+class ToolsSettings:
+    """Which optional MCP tools the agent serves (search, get and status always are)."""
+
+    write: bool = True
+    """`memory_write`: append-only saves to the daily note or MEMORY.md."""
+
+
+@dataclass(frozen=True, slots=True)
 class MultimodalSettings:
     """OpenClaw's `multimodal`: images and audio in `extra_paths`, embedded by a multimodal model.
 
@@ -239,6 +250,7 @@ class MemorySearchSettings:
     cache: CacheSettings = field(default_factory=CacheSettings)
     files: FilesSettings = field(default_factory=FilesSettings)
     citations: Literal["auto", "on", "off"] = "auto"
+    tools: ToolsSettings = field(default_factory=ToolsSettings)
     compat: Compat = "none"
     """`openclaw`: search exactly as OpenClaw's builtin manager (the profile in memoryd/compat.py)."""
     backend: Backend = "builtin"

@@ -19,10 +19,11 @@ from anyio.abc import TaskStatus
 
 from memoryd.config import AgentConfig
 from memoryd.embeddings.base import EmbeddingProvider
-from memoryd.embeddings.select import Selection
+from memoryd.embeddings.select import Selection, first_candidate
 from memoryd.errors import CorruptDatabaseError, MemorydError
 from memoryd.index.engine import IndexEngine
 from memoryd.index.integrity import Corruption
+from memoryd.index.saving import SaveReport, save
 from memoryd.index.scheduler import SyncJob, SyncScheduler
 from memoryd.index.state import SyncReport
 from memoryd.isotime import iso
@@ -32,6 +33,7 @@ from memoryd.qmd.updates import EmbedGate
 from memoryd.search.citations import cite
 from memoryd.search.request import SearchRequest, SearchResponse
 from memoryd.sources.readfile import FileSlice
+from memoryd.sources.write import Target
 
 log = structlog.get_logger(__name__)
 
@@ -101,10 +103,13 @@ class AgentIndex:
         """
         assert self._provider_factory is not None
         self.engine.state.provider_state = "loading"
+        self.engine.active.loading = first_candidate(self.settings)
         try:
             selection = await self._provider_factory(self.agent)
         except MemorydError as exc:
             selection = Selection(None, str(exc))
+        finally:
+            self.engine.active.loading = None
         self.engine.provider = selection.provider
         self.engine.provider_unavailable_reason = selection.reason
         self.engine.fallback_from = selection.fallback_from
@@ -174,6 +179,20 @@ class AgentIndex:
             await self.qmd.sync(reason, force=force)
         return await self.scheduler.report(job)
 
+    async def write(self, text: str, *, target: Target, heading: str | None) -> SaveReport:
+        """Append an entry (`memory_write`), then sync that one file before answering: searchable on return."""
+        written, filed_under = await save(self.agent, text, target=target, heading=heading)
+        job = await self.scheduler.enqueue("write", memory_files=(written.abs_path,))
+        if self.qmd is not None:
+            self.qmd.files_changed()
+            await self.qmd.sync("write")
+        try:
+            await self.scheduler.report(job)
+        except MemorydError as exc:
+            log.warning("entry saved but not indexed", agent=self.agent.id, path=written.path, error=str(exc))
+            return SaveReport(written, target, filed_under, indexed=False, index_error=str(exc))
+        return SaveReport(written, target, filed_under, indexed=True)
+
     @property
     def queue_depth(self) -> int:
         return self.scheduler.queue_depth
@@ -226,11 +245,16 @@ class AgentIndex:
         return await anyio.to_thread.run_sync(lambda: self.engine.read_file(path, from_line=from_line, lines=lines))
 
     async def status(self, *, deep: bool = False) -> dict[str, object]:
+        """Status; `deep` also probes: an embedding round trip and a query of each vector store of the
+        builtin index (which serves QMD's fallback too), and QMD's own doctor when QMD is the backend."""
         if self.qmd is None:
-            return await self._builtin_status()
-        st = await self.qmd.status()
+            st = await self._builtin_status()
+        else:
+            st = await self.qmd.status()
+            if deep:
+                st["qmdDoctor"] = await self.qmd.doctor()
         if deep:
-            st["qmdDoctor"] = await self.qmd.doctor()
+            st.update(await self.engine.searcher.probe())
         return st
 
     async def _builtin_status(self) -> dict[str, object]:

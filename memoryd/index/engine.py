@@ -185,9 +185,12 @@ class IndexEngine:
         *,
         force: bool = False,
         session_files: Sequence[Path] = (),
+        memory_files: Sequence[Path] = (),
         progress: ProgressFn | None = None,
     ) -> SyncReport:
-        """Bring the index up to date with the sources; a full safe rebuild when required or forced."""
+        """Bring the index up to date with the sources; a full safe rebuild when required or forced.
+
+        `session_files` / `memory_files`: sync only these transcripts and notes (when they are the agent's)."""
         async with self._sync_lock:
             started = time.monotonic()
             pending_before = self.state.pending
@@ -198,9 +201,11 @@ class IndexEngine:
                     if self.integrity.pending:
                         full, counts = True, await self._rebuild_damaged(progress)
                     else:
-                        full, counts = await self.indexer.run(reason, force, session_files, progress)
+                        full, counts = await self.indexer.run(reason, force, session_files, progress, memory_files)
                 except ReadonlyDatabaseError as exc:
-                    full, counts = await self._readonly_recovery(exc, reason, force, session_files, progress)
+                    full, counts = await self._readonly_recovery(
+                        exc, reason, force, session_files, progress, memory_files=memory_files
+                    )
                 except CorruptDatabaseError as exc:
                     self.integrity.note("a sync", str(exc))
                     full, counts = True, await self._rebuild_damaged(progress)
@@ -278,6 +283,8 @@ class IndexEngine:
         force: bool,
         session_files: Sequence[Path],
         progress: ProgressFn | None,
+        *,
+        memory_files: Sequence[Path] = (),
     ) -> tuple[bool, SyncCounts]:
         """Spec §3.11: reopen the database once and retry the sync."""
         rec = self.state.readonly
@@ -286,7 +293,7 @@ class IndexEngine:
         log.warning("index is read-only; reopening and retrying once", agent=self.agent.id, error=str(exc))
         try:
             await anyio.to_thread.run_sync(self.database.reopen)
-            result = await self.indexer.run(reason, force, session_files, progress)
+            result = await self.indexer.run(reason, force, session_files, progress, memory_files)
         except MemorydError:
             rec.failures += 1
             raise

@@ -25,7 +25,7 @@ from memoryd.errors import CorruptDatabaseError, EmbeddingError
 from memoryd.faults import crash_point
 from memoryd.index import plan
 from memoryd.index.database import AgentDatabase
-from memoryd.index.discover import Unlisted, discover, refuse_to_lose_rows, targeted_sessions, under
+from memoryd.index.discover import Unlisted, discover, refuse_to_lose_rows, targeted_memory, targeted_sessions, under
 from memoryd.index.embedding import embed_prepared
 from memoryd.index.media_embedding import embed_media
 from memoryd.index.roots import degraded_places, track, unlisted_paths
@@ -76,14 +76,20 @@ class Indexer:
         return plan.full_reindex_reasons(self.agent, self._active.fingerprint, meta, vectors_expected=expected)
 
     async def run(
-        self, reason: str, force: bool, session_files: Sequence[Path], progress: ProgressFn | None
+        self,
+        reason: str,
+        force: bool,
+        session_files: Sequence[Path],
+        progress: ProgressFn | None,
+        memory_files: Sequence[Path] = (),
     ) -> tuple[bool, SyncCounts]:
-        """One pass: the named transcripts only, a delta sync, or a full rebuild; (full?, counts)."""
+        """One pass: the named transcripts and notes only, a delta sync, or a full rebuild; (full?, counts)."""
         store = self._database.store
         sources = plan.effective_sources(self.agent)
 
         def decide() -> tuple[list[SourceFile], list[str]]:
             targeted = targeted_sessions(self.agent, sources, session_files)
+            targeted += targeted_memory(self.agent, sources, memory_files)
             reasons = ["forced"] if force and not targeted else self.full_reindex_reasons(store.read_meta())
             return targeted, reasons
 

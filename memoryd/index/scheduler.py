@@ -51,6 +51,7 @@ class SyncJob:
     reason: str
     force: bool = False
     session_files: tuple[Path, ...] = ()
+    memory_files: tuple[Path, ...] = ()
     watch: bool = False
     done: anyio.Event | None = None
     report: list[SyncReport | BaseException] = field(default_factory=list)
@@ -134,9 +135,12 @@ class SyncScheduler:
         self._transcripts.event(path, anyio.current_time())
         self._transcript_wakeup.set()
 
-    async def enqueue(self, reason: str, *, force: bool = False) -> SyncJob:
-        """Queue a sync someone waits for (after what is queued); `report` gives its outcome."""
-        job = SyncJob(reason, force=force, done=anyio.Event())
+    async def enqueue(self, reason: str, *, force: bool = False, memory_files: tuple[Path, ...] = ()) -> SyncJob:
+        """Queue a sync someone waits for (after what is queued); `report` gives its outcome.
+
+        `memory_files`: only these notes need syncing (a write); coalesced with other targeted jobs, or
+        covered by a full delta sync when one is queued beside it."""
+        job = SyncJob(reason, force=force, memory_files=memory_files, done=anyio.Event())
         try:
             await self._send.send(job)  # waits for room: this caller wants the report
         except (anyio.ClosedResourceError, anyio.BrokenResourceError):
@@ -259,17 +263,19 @@ class SyncScheduler:
 
     async def _run_jobs(self, jobs: list[SyncJob]) -> None:
         force = any(j.force for j in jobs)
-        targeted = [j for j in jobs if j.session_files]
         reason = next((j.reason for j in jobs if j.done is not None), jobs[0].reason)
+        narrow = not force and all(j.session_files or j.memory_files for j in jobs)
         session_files: tuple[Path, ...] = ()
-        if len(targeted) == len(jobs) and not force:
-            session_files = tuple(dict.fromkeys(p for j in targeted for p in j.session_files))
+        memory_files: tuple[Path, ...] = ()
+        if narrow:
+            session_files = tuple(dict.fromkeys(p for j in jobs for p in j.session_files))
+            memory_files = tuple(dict.fromkeys(p for j in jobs for p in j.memory_files))
         self.syncing = True
         self._search_sync_posted = False
         started = anyio.current_time()
         try:
             report: SyncReport | BaseException = await self.engine.sync(
-                reason, force=force, session_files=session_files
+                reason, force=force, session_files=session_files, memory_files=memory_files
             )
         except MemorydError as exc:
             report = exc
@@ -282,9 +288,11 @@ class SyncScheduler:
                 report = MemorydError(f"internal error during sync: {describe(exc)}")
         finally:
             self.syncing = False
-        if not isinstance(report, BaseException):
-            await anyio.to_thread.run_sync(self._baseline_sessions, session_files)
-            self._transcripts.indexed(session_files or None, since=started)
+        if not isinstance(report, BaseException) and (session_files or not narrow):
+            # A sync of every transcript, or of the named ones: their growth counts from here.
+            synced = session_files if narrow else None
+            await anyio.to_thread.run_sync(self._baseline_sessions, synced)
+            self._transcripts.indexed(synced, since=started)
         self._last_result = report
         for job in jobs:
             if job.done is not None:
@@ -303,9 +311,10 @@ class SyncScheduler:
         elif not isinstance(report, BaseException):
             self._retry_delay_s = self.settings.sync.embedding_retry_ms / 1000
 
-    def _baseline_sessions(self, synced: tuple[Path, ...]) -> None:
-        """Count growth from here on for the transcripts the sync indexed (every one when not targeted)."""
-        for path in synced or [f.abs_path for f in list_all_session_files(self.agent.session_roots)]:
+    def _baseline_sessions(self, synced: tuple[Path, ...] | None) -> None:
+        """Count growth from here on for the transcripts the sync indexed (None: every one)."""
+        paths = synced if synced is not None else [f.abs_path for f in list_all_session_files(self.agent.session_roots)]
+        for path in paths:
             self._sessions.baseline(path)
 
     async def _transcript_loop(self) -> None:

@@ -27,7 +27,7 @@ __all__ = [
     "validate_arguments",
 ]
 
-TOOL_NAMES = ("memory_search", "memory_get", "status")
+TOOL_NAMES = ("memory_search", "memory_get", "status", "memory_write")
 """The tools memoryd serves, in tools/list order."""
 
 METHODS_FILE = "memoryd.methods.json"

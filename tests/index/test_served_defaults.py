@@ -32,7 +32,8 @@ def anyio_backend() -> str:
 
 @pytest.fixture(scope="module")
 async def local(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[LocalEmbeddingProvider]:
-    provider = LocalEmbeddingProvider(tmp_path_factory.mktemp("models"), allow_download=False)
+    # As `provider = "auto"` makes it by default (long inputs read in windows; these notes are short).
+    provider = LocalEmbeddingProvider(tmp_path_factory.mktemp("models"), allow_download=False, windows=True)
     assert await provider.load() is LoadState.READY, provider.error
     yield provider
     await provider.aclose()
