@@ -28,8 +28,8 @@ from memoryd.config import AgentConfig
 from memoryd.errors import DaemonError, MemorydError, describe, first_error
 from memoryd.index.engine import IndexEngine
 from memoryd.index.sessions import SessionDeltaTracker, TranscriptFeed
+from memoryd.index.shortage import short_of_resources
 from memoryd.index.state import SyncReport
-from memoryd.index.sync import TRANSIENT_ERRNOS
 from memoryd.sources.discovery import list_all_session_files
 from memoryd.sources.session_roots import SessionRoot, transcript_index_path
 
@@ -307,7 +307,7 @@ class SyncScheduler:
         self._synced.set()
         self._synced = anyio.Event()
         await self._after_sync()
-        if _short_of_resources(report):
+        if short_of_resources(report):
             self._short_of_resources.set()
         else:
             self._resource_delay_s = RESOURCE_RETRY_START_S
@@ -391,20 +391,6 @@ class SyncScheduler:
         while True:
             await anyio.sleep(self.settings.sync.interval_minutes * 60)
             self.post(SyncJob("interval"))
-
-
-def _short_of_resources(report: SyncReport | BaseException) -> bool:
-    """Whether a sync failed (or left a file unread) because the process lacked descriptors or memory."""
-    if isinstance(report, SyncReport):
-        return report.counts.transient
-    seen: BaseException | None = report
-    while seen is not None:
-        if isinstance(seen, OSError) and seen.errno in TRANSIENT_ERRNOS:
-            return True
-        if "too many open files" in str(seen).lower() or "unable to open database file" in str(seen).lower():
-            return True
-        seen = seen.__cause__ or seen.__context__
-    return False
 
 
 def _index_path(roots: tuple[SessionRoot, ...], transcript: Path) -> str:
