@@ -27,9 +27,8 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 from memoryd.config import AgentConfig
 from memoryd.errors import DaemonError, MemorydError, describe, first_error
 from memoryd.index.engine import IndexEngine
-from memoryd.index.resources import RESOURCE_RETRY_MAX_S, RESOURCE_RETRY_START_S, short_of_resources
 from memoryd.index.sessions import SessionDeltaTracker, TranscriptFeed
-from memoryd.index.shortage import short_of_resources
+from memoryd.index.shortage import RESOURCE_RETRY_MAX_S, RESOURCE_RETRY_START_S, short_of_resources
 from memoryd.index.state import SyncReport
 from memoryd.sources.discovery import list_all_session_files
 from memoryd.sources.session_roots import SessionRoot, transcript_index_path

@@ -9,6 +9,12 @@ from __future__ import annotations
 from memoryd.index.state import SyncReport
 from memoryd.index.sync import TRANSIENT_ERRNOS
 
+RESOURCE_RETRY_START_S = 1.0
+RESOURCE_RETRY_MAX_S = 60.0
+"""A sync that could not read a file (or open the database) for want of descriptors or memory is
+retried after 1 s, doubling up to this, until one completes without such a failure: a note written
+while the daemon was out of descriptors is indexed once they are free, with no further change."""
+
 
 def short_of_resources(report: SyncReport | BaseException) -> bool:
     """Whether a sync failed (or left a file unread) because the process lacked descriptors or memory."""
