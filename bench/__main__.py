@@ -16,11 +16,12 @@ from bench import (
     redact_bench,
     search_bench,
     transcript_bench,
+    write_bench,
 )
 from bench.corpus import CorpusSpec
 from memoryd import logging as logs
 
-SECTIONS = ("index", "search", "embed", "daemon", "fresh", "redact", "cli", "transcripts")
+SECTIONS = ("index", "search", "embed", "daemon", "fresh", "write", "redact", "cli", "transcripts")
 
 
 def main() -> int:
@@ -45,6 +46,8 @@ def main() -> int:
             daemon_bench.main(args.out, args.quick)
         elif section == "fresh":
             fresh_bench.main(args.out, args.quick)
+        elif section == "write":
+            write_bench.main(args.out, args.quick)
         elif section == "redact":
             redact_bench.main(args.out, args.quick)
         elif section == "cli":

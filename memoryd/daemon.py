@@ -32,7 +32,7 @@ from memoryd.index.discover import transcript_event_path
 from memoryd.index.supervisor import Supervisor
 from memoryd.index.watcher import Watcher
 from memoryd.runtime.claim import StateClaim, claim_state_dir
-from memoryd.server.service import Corpus
+from memoryd.server.service import Corpus, WriteTarget
 from memoryd.server.unix import serve_unix
 from memoryd.service.activation import inherited_unix_listener
 
@@ -98,6 +98,13 @@ class DaemonService:
         }
         return st
 
+    def write_enabled(self, agent: str) -> bool:
+        return self.supervisor.cfg.agent(agent).settings.tools.write
+
+    async def write(self, agent: str, text: str, *, target: WriteTarget, heading: str | None) -> dict[str, object]:
+        actor = await self._actor(agent)
+        return (await actor.write(text, target=target, heading=heading)).to_dict()
+
     async def sync(self, agent: str, *, force: bool, reason: str) -> dict[str, object]:
         actor = await self._actor(agent)
         return (await actor.request_sync(reason, force=force)).to_dict()
@@ -146,12 +153,22 @@ async def serve(
     watcher = Watcher(lambda: list(supervisor.actors.values()))
 
     async def reload() -> None:
+        """SIGHUP: never stops the daemon. A file that cannot be read or parsed keeps the whole current
+        configuration; an agent whose new store.path cannot be used keeps its own (Supervisor.apply)."""
         try:
-            new = config_mod.load(config_path or cfg.source_file, state_dir=cfg.state_dir)
+            new = await anyio.to_thread.run_sync(
+                functools.partial(config_mod.load, config_path or cfg.source_file, state_dir=cfg.state_dir)
+            )
         except ConfigError as exc:
             log.error("config reload failed; keeping the current configuration", error=str(exc))  # noqa: TRY400
             return
-        await supervisor.apply(new)
+        except Exception:  # a bug in loading: the daemon and its agents go on with what they have
+            log.exception("config reload failed unexpectedly; keeping the current configuration")
+            return
+        try:
+            await supervisor.apply(new)
+        except Exception:
+            log.exception("applying the reloaded configuration failed; agents keep what they run")
         watcher.restart()
 
     try:
@@ -164,6 +181,8 @@ async def serve(
                 path=path,
                 reload=reload,
                 max_line_bytes=cfg.daemon.max_line_bytes,
+                max_queued_bytes=cfg.daemon.max_queued_bytes,
+                max_connections=cfg.daemon.max_connections,
                 listener=listener,
                 claim=held,
                 log_file=cfg.daemon.log_file or None,
@@ -185,6 +204,8 @@ async def _run_services(
     path: Path,
     reload: Callable[[], Awaitable[None]],
     max_line_bytes: int,
+    max_queued_bytes: int,
+    max_connections: int,
     listener: socket.socket | None,
     claim: StateClaim,
     log_file: str | None,
@@ -192,7 +213,15 @@ async def _run_services(
     """Start everything in order: socket first (recorded at once, so clients find it), then agents,
     then the watcher."""
     path = await tg.start(
-        functools.partial(serve_unix, max_line_bytes=max_line_bytes, inherited=listener), service, path
+        functools.partial(
+            serve_unix,
+            max_line_bytes=max_line_bytes,
+            max_queued_bytes=max_queued_bytes,
+            max_connections=max_connections,
+            inherited=listener,
+        ),
+        service,
+        path,
     )
     await anyio.to_thread.run_sync(functools.partial(claim.publish, path, log_file=log_file))
     await tg.start(_signals, tg.cancel_scope.cancel, reload)

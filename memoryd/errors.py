@@ -10,6 +10,8 @@ JSON-RPC errors. Anything else reaching an edge is a bug and is logged as one.
     ├── AccessDeniedError        a path outside the agent's memory roots, a symlink, not markdown
     │   └── RefusedFileError (memoryd.sources.safefile)  not a regular file, too large, a hard link
     ├── NotFoundError            an unknown agent, a missing file
+    ├── WriteRefusedError        memory_write will not save this text there (a secret, the size limit,
+    │                            a symlink, a file that is not regular, a workspace it cannot write)
     ├── StoreError               SQLite failed
     │   ├── CorruptDatabaseError   the database file is damaged (it is moved aside and rebuilt)
     │   └── ReadonlyDatabaseError  the database cannot be written (readonly recovery applies)
@@ -50,6 +52,10 @@ class AccessDeniedError(MemorydError):
 
 class NotFoundError(MemorydError):
     """Something named by the caller does not exist (an agent, a file)."""
+
+
+class WriteRefusedError(MemorydError):
+    """memory_write refuses the text or its target; the message says why, never echoing a secret."""
 
 
 class StoreError(MemorydError):

@@ -46,7 +46,7 @@ def test_every_cli_command_is_documented(command: str) -> None:
     assert f"`memoryd {command}" in README, f"command {command} is missing from README.md"
 
 
-@pytest.mark.parametrize("tool", ["memory_search", "memory_get", "status"])
+@pytest.mark.parametrize("tool", ["memory_search", "memory_get", "status", "memory_write"])
 def test_every_tool_is_documented(tool: str) -> None:
     protocol = (ROOT / "protocol" / "PROTOCOL.md").read_text(encoding="utf-8")
     assert tool in protocol

@@ -85,7 +85,8 @@ def _compat_rows() -> None:
     ours, theirs = _settings(), _settings(compat="openclaw")
     assert (ours.query.hybrid.vector_weight, ours.query.hybrid.text_weight) == (0.5, 0.5)
     assert (theirs.query.hybrid.vector_weight, theirs.query.hybrid.text_weight) == (0.7, 0.3)
-    assert (ours.store.fts.tokenizer, theirs.store.fts.tokenizer) == ("porter", "unicode61")
+    assert (ours.store.fts.tokenizer, theirs.store.fts.tokenizer) == ("unicode61", "unicode61")
+    assert (ours.query.min_score, theirs.query.min_score) == (0.15, 0.35)
     assert (ours.query.keyword_strategy, theirs.query.keyword_strategy) == ("relaxed", "openclaw")
     assert (ours.query.date_boost, theirs.query.date_boost) == (0.2, 0.0)
 
@@ -292,7 +293,7 @@ def _cli() -> None:
 
 CHECKS: dict[str, Callable[..., Any]] = {
     "fusion weights": _compat_rows,
-    "FTS tokenizer": _compat_rows,
+    "score threshold": _compat_rows,
     "keyword leg": _compat_rows,
     "dates in the question": _compat_rows,
     "OpenClaw's exact search": _compat_rows,

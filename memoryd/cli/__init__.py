@@ -1,6 +1,6 @@
 """The `memoryd` command line. Output goes to stdout; logs and progress go to stderr.
 
-`search`, `get`, `status`, `sync` and `index` talk to the running daemon when one answers on
+`search`, `get`, `remember`, `status`, `sync` and `index` talk to the running daemon when one answers on
 the socket, and work in-process otherwise (taking the index's writer lock while they write).
 `--workspace` agents are ad hoc, so they always run in-process.
 
@@ -52,6 +52,8 @@ COMMANDS: dict[str, Command] = {
     "sync": Command("index:run", logs_first=False),
     "search": Command("search:run", logs_first=False),
     "get": Command("get:run", logs_first=False),
+    "remember": Command("remember:run", logs_first=False),
+    "setup": Command("setup:run"),
     "status": Command("status:run", logs_first=False),
     "config": Command("config_show:run"),
     "install-service": Command("service:install"),

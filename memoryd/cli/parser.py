@@ -64,6 +64,16 @@ def build_parser(*, with_eval: bool = True) -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print JSON")
     p.add_argument("--no-sync", action="store_true", help="search the index as it is, without a delta sync first")
 
+    p = sub.add_parser("setup", parents=[common], help="the MCP entry for an MCP host (print it, or --write it)")
+    p.add_argument("host", choices=["claude-code", "claude-desktop", "codex", "cursor"], help="the MCP host")
+    p.add_argument("--write", action="store_true", help="merge it into the host's config file (a backup is kept)")
+
+    p = sub.add_parser("remember", parents=[common], help="save a memory (append to today's note or MEMORY.md)")
+    p.add_argument("text", help="what to remember, as markdown; '-' reads it from stdin")
+    p.add_argument("--long-term", action="store_true", help="append to MEMORY.md instead of today's daily note")
+    p.add_argument("--heading", help="file it under this '## heading' section (started at the end if missing)")
+    p.add_argument("--json", action="store_true", help="print the memory_write reply as JSON")
+
     p = sub.add_parser("get", parents=[common], help="print lines of a memory file")
     p.add_argument("path", help="workspace-relative path, e.g. memory/2026-01-05.md")
     p.add_argument("--from", dest="from_line", type=int, help="first line (1-based)")

@@ -47,6 +47,7 @@ from memoryd.config.settings import (
     StoreSettings,
     SyncSettings,
     TemporalDecaySettings,
+    ToolsSettings,
     TranscriptSettings,
     VectorSettings,
 )
@@ -85,6 +86,7 @@ __all__ = [
     "StoreSettings",
     "SyncSettings",
     "TemporalDecaySettings",
+    "ToolsSettings",
     "TranscriptSettings",
     "VectorSettings",
     "build",

@@ -70,6 +70,10 @@ class DaemonSettings:
     log_format: Literal["console", "json"] = "console"
     log_file: str = ""
     max_line_bytes: int = 4 * 1024 * 1024
+    max_connections: int = 0
+    """Clients served at once; 0: the descriptor limit less a reserve (a quarter of it, at least 64)."""
+    max_queued_bytes: int = 32 * 1024 * 1024
+    """Replies one client has not read yet; past this it is dropped (memoryd.server.backpressure)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -189,14 +193,37 @@ def _agent(agent_id: str, table: Mapping[str, object], defaults: MemorySearchSet
     )
 
 
+MAX_CONFIG_BYTES = 16 * 1024 * 1024
+"""A config file is a few kilobytes; anything this large is not one (and is not read into memory)."""
+
+
 def read_file(path: Path) -> dict[str, Any]:
+    """The parsed TOML file; every way it can fail to be read is a ConfigError naming the file and why.
+
+    That covers what tomllib does not turn into TOMLDecodeError: bytes that are not UTF-8 (its
+    UnicodeDecodeError used to escape start-up as a traceback and kill the daemon on SIGHUP) and values
+    nested so deep that parsing them recurses past Python's limit (RecursionError, likewise).
+    """
     try:
         with path.open("rb") as fh:
-            return tomllib.load(fh)
+            raw = fh.read(MAX_CONFIG_BYTES + 1)
+    except OSError as exc:
+        raise ConfigError(str(path), f"cannot read: {exc.strerror or exc}") from exc
+    if len(raw) > MAX_CONFIG_BYTES:
+        raise ConfigError(str(path), f"larger than {MAX_CONFIG_BYTES:,} bytes: not a memoryd config file")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw.count(b"\n", 0, exc.start) + 1
+        raise ConfigError(
+            str(path), f"not valid UTF-8 (byte {exc.start}, line {line}): a TOML file must be UTF-8"
+        ) from None
+    try:
+        return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(str(path), f"not valid TOML: {exc}") from exc
-    except OSError as exc:
-        raise ConfigError(str(path), f"cannot read: {exc.strerror}") from exc
+    except RecursionError:
+        raise ConfigError(str(path), "nested too deeply to read (arrays or inline tables inside one another)") from None
 
 
 def build(
@@ -261,10 +288,13 @@ def load(
         data = read_file(path)
     elif explicit:
         raise ConfigError(str(path), "config file does not exist")
-    return build(
-        data,
-        state_dir=state_dir,
-        source_file=path if path.exists() else None,
-        workspace=workspace,
-        agent_id=agent_id,
-    )
+    try:
+        return build(
+            data,
+            state_dir=state_dir,
+            source_file=path if path.exists() else None,
+            workspace=workspace,
+            agent_id=agent_id,
+        )
+    except RecursionError:
+        raise ConfigError(str(path), "nested too deeply to read (tables inside one another)") from None

@@ -70,7 +70,9 @@ class RerankSettings:
 @dataclass(frozen=True, slots=True)
 class QuerySettings:
     max_results: int = 6
-    min_score: float = 0.35
+    min_score: float = 0.15
+    """Equal fusion weights halve a one-leg match: 0.15 keeps a cosine of 0.3 alone (a question and the
+    note that answers it in other words) and drops what MiniLM finds unrelated (cosine < 0.2)."""
     keyword_strategy: Literal["relaxed", "openclaw"] = "relaxed"
     date_boost: float = 0.2
     """Results from the period a query names ("in May 2024", "last week") score this much more (0 = off)."""
@@ -140,11 +142,14 @@ class LocalSettings:
     model_path: str = ""
     model_cache_dir: str = ""
     threads: int = 0
+    long_inputs: Literal["windows", "truncate"] = "windows"
+    """A chunk longer than the model reads (MiniLM: 256 tokens; a 400-token chunk is ~450): `windows`
+    embeds all of it in overlapping windows pooled into one vector, `truncate` only its start."""
 
 
 @dataclass(frozen=True, slots=True)
 class FtsSettings:
-    tokenizer: FtsTokenizer = "porter"
+    tokenizer: FtsTokenizer = "unicode61"
 
 
 @dataclass(frozen=True, slots=True)
@@ -159,6 +164,9 @@ class StoreSettings:
     path: str = ""
     fts: FtsSettings = field(default_factory=FtsSettings)
     vector: VectorSettings = field(default_factory=VectorSettings)
+    quick_check: bool = True
+    """Run SQLite's quick_check over the index in the background each time the agent starts (O(size):
+    ~8 s for 300 MB); damage it finds is rebuilt from the sources (memoryd.index.integrity)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -188,6 +196,14 @@ class FilesSettings:
     allow_hard_links: bool = False
     """A hard link in memory/ may name a file anywhere on the file system (~/.ssh/id_ed25519, say) and
     nothing about the path shows it: such files are refused unless this is true."""
+
+
+@dataclass(frozen=True, slots=True)
+class ToolsSettings:
+    """Which optional MCP tools the agent serves (search, get and status always are)."""
+
+    write: bool = True
+    """`memory_write`: append-only saves to the daily note or MEMORY.md."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -234,6 +250,7 @@ class MemorySearchSettings:
     cache: CacheSettings = field(default_factory=CacheSettings)
     files: FilesSettings = field(default_factory=FilesSettings)
     citations: Literal["auto", "on", "off"] = "auto"
+    tools: ToolsSettings = field(default_factory=ToolsSettings)
     compat: Compat = "none"
     """`openclaw`: search exactly as OpenClaw's builtin manager (the profile in memoryd/compat.py)."""
     backend: Backend = "builtin"

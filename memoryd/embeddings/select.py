@@ -40,6 +40,13 @@ AUTO_ORDER = ("local", "openai", "gemini", "voyage", "mistral")
 """Ollama is never picked automatically (as upstream): it needs a server the user chose to run."""
 
 
+def first_candidate(settings: MemorySearchSettings) -> str | None:
+    """The provider `select_provider` tries first (what is loading while it runs); None for `none`."""
+    if settings.provider == "none":
+        return None
+    return AUTO_ORDER[0] if settings.provider == "auto" else settings.provider
+
+
 @dataclass(frozen=True, slots=True)
 class Selection:
     provider: EmbeddingProvider | None
@@ -63,6 +70,7 @@ async def create_provider(
             _user_path(local.model_cache_dir) or cache_dir / "models",
             model_path=_user_path(local.model_path),
             threads=local.threads,
+            windows=local.long_inputs == "windows",
         )
         if await provider.load() is not LoadState.READY:
             raise provider.error or EmbeddingError("the local model did not load")

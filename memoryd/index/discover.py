@@ -14,7 +14,13 @@ from pathlib import Path
 
 from memoryd.config import AgentConfig
 from memoryd.errors import AccessDeniedError, SourceError
-from memoryd.sources.discovery import SourceFile, index_path, list_all_session_files, list_memory_files
+from memoryd.sources.discovery import (
+    SourceFile,
+    index_path,
+    list_all_session_files,
+    list_memory_files,
+    memory_file_at,
+)
 from memoryd.sources.session_roots import SessionRoot, root_of, split_index_path, transcript_index_path
 from memoryd.store.index import IndexStore
 
@@ -75,6 +81,14 @@ def targeted_sessions(agent: AgentConfig, sources: Sequence[str], session_files:
         if file is not None:
             found.setdefault(file.path, file)
     return list(found.values())
+
+
+def targeted_memory(agent: AgentConfig, sources: Sequence[str], memory_files: Sequence[Path]) -> list[SourceFile]:
+    """The named notes that are the agent's memory files (a write's targeted sync), de-duplicated."""
+    if not memory_files or "memory" not in sources:
+        return []
+    found = (memory_file_at(agent.workspace, Path(p)) for p in dict.fromkeys(memory_files))
+    return [f for f in found if f is not None]
 
 
 def under(source: str, path: str, places: Sequence[Unlisted]) -> bool:

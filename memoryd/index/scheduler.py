@@ -28,6 +28,7 @@ from memoryd.config import AgentConfig
 from memoryd.errors import DaemonError, MemorydError, describe, first_error
 from memoryd.index.engine import IndexEngine
 from memoryd.index.sessions import SessionDeltaTracker, TranscriptFeed
+from memoryd.index.shortage import RESOURCE_RETRY_MAX_S, RESOURCE_RETRY_START_S, short_of_resources
 from memoryd.index.state import SyncReport
 from memoryd.sources.discovery import list_all_session_files
 from memoryd.sources.session_roots import SessionRoot, transcript_index_path
@@ -50,6 +51,7 @@ class SyncJob:
     reason: str
     force: bool = False
     session_files: tuple[Path, ...] = ()
+    memory_files: tuple[Path, ...] = ()
     watch: bool = False
     done: anyio.Event | None = None
     report: list[SyncReport | BaseException] = field(default_factory=list)
@@ -87,6 +89,8 @@ class SyncScheduler:
         self._embedding_failed = anyio.Event()
         self._retry_delay_s = self.settings.sync.embedding_retry_ms / 1000
         self.next_retry_at: float | None = None
+        self._short_of_resources = anyio.Event()
+        self._resource_delay_s = RESOURCE_RETRY_START_S
 
     async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
         try:
@@ -97,6 +101,7 @@ class SyncScheduler:
                     tg.start_soon(self._interval_loop)
                 if self.settings.sync.embedding_retry_ms > 0:
                     tg.start_soon(self._embedding_retry_loop)
+                tg.start_soon(self._resource_retry_loop)
                 self.post(SyncJob("startup"))
                 task_status.started()
         finally:
@@ -130,9 +135,12 @@ class SyncScheduler:
         self._transcripts.event(path, anyio.current_time())
         self._transcript_wakeup.set()
 
-    async def enqueue(self, reason: str, *, force: bool = False) -> SyncJob:
-        """Queue a sync someone waits for (after what is queued); `report` gives its outcome."""
-        job = SyncJob(reason, force=force, done=anyio.Event())
+    async def enqueue(self, reason: str, *, force: bool = False, memory_files: tuple[Path, ...] = ()) -> SyncJob:
+        """Queue a sync someone waits for (after what is queued); `report` gives its outcome.
+
+        `memory_files`: only these notes need syncing (a write); coalesced with other targeted jobs, or
+        covered by a full delta sync when one is queued beside it."""
+        job = SyncJob(reason, force=force, memory_files=memory_files, done=anyio.Event())
         try:
             await self._send.send(job)  # waits for room: this caller wants the report
         except (anyio.ClosedResourceError, anyio.BrokenResourceError):
@@ -255,17 +263,19 @@ class SyncScheduler:
 
     async def _run_jobs(self, jobs: list[SyncJob]) -> None:
         force = any(j.force for j in jobs)
-        targeted = [j for j in jobs if j.session_files]
         reason = next((j.reason for j in jobs if j.done is not None), jobs[0].reason)
+        narrow = not force and all(j.session_files or j.memory_files for j in jobs)
         session_files: tuple[Path, ...] = ()
-        if len(targeted) == len(jobs) and not force:
-            session_files = tuple(dict.fromkeys(p for j in targeted for p in j.session_files))
+        memory_files: tuple[Path, ...] = ()
+        if narrow:
+            session_files = tuple(dict.fromkeys(p for j in jobs for p in j.session_files))
+            memory_files = tuple(dict.fromkeys(p for j in jobs for p in j.memory_files))
         self.syncing = True
         self._search_sync_posted = False
         started = anyio.current_time()
         try:
             report: SyncReport | BaseException = await self.engine.sync(
-                reason, force=force, session_files=session_files
+                reason, force=force, session_files=session_files, memory_files=memory_files
             )
         except MemorydError as exc:
             report = exc
@@ -278,9 +288,11 @@ class SyncScheduler:
                 report = MemorydError(f"internal error during sync: {describe(exc)}")
         finally:
             self.syncing = False
-        if not isinstance(report, BaseException):
-            await anyio.to_thread.run_sync(self._baseline_sessions, session_files)
-            self._transcripts.indexed(session_files or None, since=started)
+        if not isinstance(report, BaseException) and (session_files or not narrow):
+            # A sync of every transcript, or of the named ones: their growth counts from here.
+            synced = session_files if narrow else None
+            await anyio.to_thread.run_sync(self._baseline_sessions, synced)
+            self._transcripts.indexed(synced, since=started)
         self._last_result = report
         for job in jobs:
             if job.done is not None:
@@ -290,14 +302,19 @@ class SyncScheduler:
         self._synced.set()
         self._synced = anyio.Event()
         await self._after_sync()
+        if short_of_resources(report):
+            self._short_of_resources.set()
+        else:
+            self._resource_delay_s = RESOURCE_RETRY_START_S
         if self.engine.state.embedding_error:
             self._embedding_failed.set()
         elif not isinstance(report, BaseException):
             self._retry_delay_s = self.settings.sync.embedding_retry_ms / 1000
 
-    def _baseline_sessions(self, synced: tuple[Path, ...]) -> None:
-        """Count growth from here on for the transcripts the sync indexed (every one when not targeted)."""
-        for path in synced or [f.abs_path for f in list_all_session_files(self.agent.session_roots)]:
+    def _baseline_sessions(self, synced: tuple[Path, ...] | None) -> None:
+        """Count growth from here on for the transcripts the sync indexed (None: every one)."""
+        paths = synced if synced is not None else [f.abs_path for f in list_all_session_files(self.agent.session_roots)]
+        for path in paths:
             self._sessions.baseline(path)
 
     async def _transcript_loop(self) -> None:
@@ -351,6 +368,19 @@ class SyncScheduler:
             if self.engine.state.embedding_error:  # no other sync succeeded meanwhile
                 self._retry_delay_s = min(self._retry_delay_s * 2, EMBEDDING_RETRY_MAX_S)
                 self.post(SyncJob("embedding-retry"))
+
+    async def _resource_retry_loop(self) -> None:
+        """Sync again after a sync that ran out of descriptors or memory (see RESOURCE_RETRY_MAX_S)."""
+        while True:
+            await self._short_of_resources.wait()
+            self._short_of_resources = anyio.Event()
+            log.warning(
+                "sync ran short of descriptors or memory; retrying", agent=self.agent.id, in_s=self._resource_delay_s
+            )
+            await anyio.sleep(self._resource_delay_s)
+            self._resource_delay_s = min(self._resource_delay_s * 2, RESOURCE_RETRY_MAX_S)
+            self.engine.mark_dirty()
+            self.post(SyncJob("resource-retry"))
 
     async def _interval_loop(self) -> None:
         while True:

@@ -14,6 +14,7 @@ from memoryd.config import AgentConfig, Config
 from memoryd.errors import DaemonError, NotFoundError, describe
 from memoryd.index.actor import AgentIndex, FallbackFactory, ProviderFactory
 from memoryd.qmd.updates import EmbedGate
+from memoryd.store.db import location_problem
 
 log = structlog.get_logger(__name__)
 
@@ -34,6 +35,7 @@ class Supervisor:
         self._fallback_factory = fallback_factory
         self.actors: dict[str, AgentIndex] = {}
         self.failures: dict[str, str] = {}
+        self.refused: dict[str, str] = {}  # agents a reload could not start (their store.path), and why
         self._agents: dict[str, AgentConfig] = {}
         self._scopes: dict[str, anyio.CancelScope] = {}
         self._stopped: dict[str, anyio.Event] = {}
@@ -50,6 +52,8 @@ class Supervisor:
             return actor
         if agent_id in self.failures:
             raise DaemonError(f"agent {agent_id!r} is restarting after an error: {self.failures[agent_id]}")
+        if agent_id in self.refused:
+            raise DaemonError(f"agent {agent_id!r} is not started: {self.refused[agent_id]}; fix it and reload")
         known = ", ".join(self.agent_ids()) or "(none)"
         raise NotFoundError(f"unknown agent {agent_id!r}; configured agents: {known}")
 
@@ -122,12 +126,37 @@ class Supervisor:
                         self.actors.pop(agent.id, None)
 
     async def apply(self, cfg: Config) -> dict[str, list[str]]:
-        """Switch to a new configuration; returns the agents added, removed and restarted."""
+        """Switch to a new configuration; returns the agents added, removed, restarted and kept.
+
+        An agent whose new database location cannot be used (its folder cannot be created or written)
+        is not switched: a changed agent keeps running on its working configuration, an added one is
+        not started; both are logged with the reason, and a later reload with a usable path applies.
+        """
         old = self._agents
         new = {a.id: a for a in cfg.agents.values() if a.settings.enabled}
         removed = [a for a in old if a not in new]
         added = [a for a in new if a not in old]
         changed = [a for a in new if a in old and new[a] != old[a]]
+        kept: list[str] = []
+        for agent_id in [a for a in added + changed if a not in old or new[a].db_path != old[a].db_path]:
+            problem = await anyio.to_thread.run_sync(location_problem, new[agent_id].db_path)
+            if problem is None:
+                continue
+            if agent_id in changed:
+                changed.remove(agent_id)
+                kept.append(agent_id)
+                log.error(
+                    "store.path cannot be used; the agent keeps its working configuration",
+                    agent=agent_id,
+                    path=str(new[agent_id].db_path),
+                    error=problem,
+                )
+            else:
+                added.remove(agent_id)
+                self.refused[agent_id] = f"its store.path cannot be used: {problem}"
+                log.error("store.path cannot be used; agent not started", agent=agent_id, error=problem)
+        for agent_id in added + changed:
+            self.refused.pop(agent_id, None)
         for agent_id in removed + changed:
             self._scopes.pop(agent_id).cancel()
             await self._stopped.pop(agent_id).wait()  # the old actor has closed its database
@@ -136,5 +165,5 @@ class Supervisor:
         self.cfg = cfg
         for agent_id in added + changed:
             await self._start(new[agent_id])
-        log.info("configuration applied", added=added, removed=removed, restarted=changed)
-        return {"added": added, "removed": removed, "restarted": changed}
+        log.info("configuration applied", added=added, removed=removed, restarted=changed, kept=kept)
+        return {"added": added, "removed": removed, "restarted": changed, "kept": kept}

@@ -99,6 +99,8 @@ def media_skipped(item: Prepared, reason: SkipReason) -> Prepared:
 
 TRANSIENT_ERRNOS = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOMEM, errno.EAGAIN, errno.EINTR})
 """Read failures that say nothing about the file: the process ran out of something; a retry will do."""
+TRANSIENT_REASONS = frozenset(os.strerror(code) for code in TRANSIENT_ERRNOS)
+"""The same, as the `strerror` a degraded place reports ("Too many open files")."""
 
 
 def read_source(file: SourceFile, files: FilesSettings, max_bytes: int | None = None) -> tuple[bytes, os.stat_result]:

@@ -32,13 +32,19 @@ class SearchRequest:
     """OpenClaw's session key of the conversation asking (`agent:<id>:<rest>`): `citations = "auto"` leaves
     the footer out when it names a channel or group."""
 
+    def __post_init__(self) -> None:
+        # A NUL is text to the client but ends a string in SQLite's C API (FTS5 read `door\0x` as an
+        # unterminated string): it separates words, as a space does.
+        if "\x00" in self.query:
+            object.__setattr__(self, "query", self.query.replace("\x00", " "))
+
 
 @dataclass(frozen=True, slots=True)
 class SearchResponse:
     results: list[SearchResult]
     mode: str
     provider: str
-    model: str
+    model: str | None
     fallback: dict[str, str] | None
     freshness: dict[str, object]
     vector_backend: VectorBackend | None = None  # which vector search ran: sqlite-vec KNN or exact

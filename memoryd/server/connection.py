@@ -3,7 +3,9 @@
 Owns the parts the SDK leaves to transports: framing and its errors (a malformed or oversized line
 gets a JSON-RPC error and the connection goes on), the optional `memoryd/bind` first message, and a
 clean end — a client that half-closes still gets answers to requests it already sent, and a client
-that vanishes never disturbs anything beyond its own connection.
+that vanishes never disturbs anything beyond its own connection — and the bounds of
+`memoryd.server.backpressure`: a client that floods requests is read no faster than it is answered,
+and one that does not read its replies is dropped once they pass `daemon.max_queued_bytes`.
 """
 
 from __future__ import annotations
@@ -19,19 +21,18 @@ from mcp.shared.message import SessionMessage
 from mcp_types import (
     INVALID_PARAMS,
     INVALID_REQUEST,
-    JSONRPCError,
     JSONRPCMessage,
     JSONRPCNotification,
     JSONRPCRequest,
     JSONRPCResponse,
-    RequestId,
 )
-from pydantic import ValidationError
 
+from memoryd.server.backpressure import DEFAULT_MAX_QUEUED_BYTES, MAX_RUNNING, Outbox, RequestTally
 from memoryd.server.framing import LineReader, Rejection, encode_message, error_response, next_message
-from memoryd.server.mcp import BIND_METHOD, AgentBinding, BindParams, McpServer, build_server
+from memoryd.server.mcp import BIND_METHOD, AgentBinding, McpServer, build_server, method_schemas
 from memoryd.server.schemas import ToolSchema
 from memoryd.server.service import MemoryService
+from memoryd.server.validate import InvalidArgumentsError, validate_params
 
 log = structlog.get_logger(__name__)
 
@@ -49,14 +50,18 @@ async def serve_connection(
     *,
     max_line_bytes: int,
     agent: str | None = None,
+    max_queued_bytes: int = DEFAULT_MAX_QUEUED_BYTES,
 ) -> None:
     """Serve one client until it leaves. Never raises for anything the client does.
 
     `agent` pre-binds the connection (the standalone stdio server); a `memoryd/bind` naming another
-    agent is then refused.
+    agent is then refused. `max_queued_bytes` bounds the replies the client has not read yet
+    (`memoryd.server.backpressure`): past it the client is dropped.
     """
     try:
-        await _serve(service, tools, receive, send, max_line_bytes=max_line_bytes, agent=agent)
+        await _serve(
+            service, tools, receive, send, max_line_bytes=max_line_bytes, agent=agent, max_queued_bytes=max_queued_bytes
+        )
     except _CLOSED:
         log.debug("connection_dropped")
     except Exception:
@@ -71,6 +76,7 @@ async def _serve(
     *,
     max_line_bytes: int,
     agent: str | None,
+    max_queued_bytes: int,
 ) -> None:
     lines = LineReader(receive, max_line_bytes)
     first = await next_message(lines)
@@ -86,7 +92,7 @@ async def _serve(
             return
         pending = None
     server = build_server(service, tools, AgentBinding(agent))
-    await _run_session(server, lines, send, pending)
+    await _run_session(server, lines, send, pending, max_queued_bytes)
 
 
 async def _accept_bind(
@@ -96,9 +102,9 @@ async def _accept_bind(
     request_id = message.id if isinstance(message, JSONRPCRequest) else None
     params = message.params if isinstance(message, JSONRPCRequest | JSONRPCNotification) else None
     try:
-        agent = BindParams.model_validate(params or {}, by_name=False).agent
-    except ValidationError:
-        problem = f'{BIND_METHOD} needs params {{"agent": "<id>"}}'
+        agent = str(validate_params(method_schemas()[BIND_METHOD], params)["agent"])
+    except InvalidArgumentsError as exc:
+        problem = f'{BIND_METHOD} needs params {{"agent": "<id>"}}: {exc.field} {exc.problem}'
     else:
         known = service.agent_ids()
         if fixed_agent is not None and agent != fixed_agent:
@@ -116,14 +122,20 @@ async def _accept_bind(
 
 
 async def _run_session(
-    server: McpServer, lines: LineReader, send: ByteSendStream, pending: JSONRPCMessage | None
+    server: McpServer,
+    lines: LineReader,
+    send: ByteSendStream,
+    pending: JSONRPCMessage | None,
+    max_queued_bytes: int,
 ) -> None:
     to_server, from_client = anyio.create_memory_object_stream[SessionMessage | Exception](0)
     to_client, from_server = anyio.create_memory_object_stream[SessionMessage](0)
-    in_flight = _InFlight()
+    tally = RequestTally()
+    outbox = Outbox(max_queued_bytes)
     async with to_server, from_client, to_client, from_server, anyio.create_task_group() as tg:
-        tg.start_soon(_pump_out, from_server, send, in_flight, tg.cancel_scope)
-        tg.start_soon(_pump_in, lines, pending, to_server, to_client.clone(), in_flight)
+        tg.start_soon(_collect_out, from_server, outbox, tally, tg.cancel_scope)
+        tg.start_soon(_write_out, outbox, send, tally, tg.cancel_scope)
+        tg.start_soon(_pump_in, lines, pending, to_server, to_client.clone(), tally)
         await server.run(from_client, to_client, server.create_initialization_options())
 
 
@@ -132,9 +144,13 @@ async def _pump_in(
     pending: JSONRPCMessage | None,
     to_server: MemoryObjectSendStream[SessionMessage | Exception],
     to_client: MemoryObjectSendStream[SessionMessage],
-    in_flight: _InFlight,
+    tally: RequestTally,
 ) -> None:
-    """Client lines to the server; rejected lines are answered here, in order with everything else."""
+    """Client lines to the server; rejected lines are answered here, in order with everything else.
+
+    No line is read while MAX_RUNNING requests of this connection run: a client that floods requests
+    waits in its own socket buffer.
+    """
     async with to_server, to_client:
         try:
             message = pending if pending is not None else await next_message(lines)
@@ -146,61 +162,49 @@ async def _pump_in(
                     problem = f"{BIND_METHOD} is only accepted as the first message of a connection"
                     await to_client.send(SessionMessage(error_response(request_id, INVALID_REQUEST, problem)))
                 else:
-                    in_flight.track(message)
+                    tally.track(message)
                     await to_server.send(SessionMessage(message))
+                await tally.wait_below(MAX_RUNNING)
                 message = await next_message(lines)
         except (anyio.BrokenResourceError, anyio.ClosedResourceError):
             return
         with anyio.move_on_after(DRAIN_SECONDS):
-            await in_flight.wait_idle()
+            await tally.wait_idle()
 
 
-async def _pump_out(
+async def _collect_out(
     from_server: MemoryObjectReceiveStream[SessionMessage],
-    send: ByteSendStream,
-    in_flight: _InFlight,
+    outbox: Outbox,
+    tally: RequestTally,
     connection_scope: CancelScope,
 ) -> None:
-    """Server messages to the client, one per line; a client gone mid-write ends the connection."""
+    """Server messages into the bounded outbox; a client whose unread replies pass the bound is dropped."""
     async with from_server:
         async for item in from_server:
-            try:
-                await send.send(encode_message(item.message))
-            except _CLOSED:
+            tally.produced(item.message)
+            if not outbox.put(encode_message(item.message), item.message):
+                log.warning(
+                    "client_not_reading_dropped",
+                    queued_bytes=outbox.queued_bytes,
+                    queued_replies=len(outbox),
+                    max_queued_bytes=outbox.max_bytes,
+                )
                 connection_scope.cancel()
                 return
-            in_flight.answered(item.message)
+    outbox.close()
 
 
-class _InFlight:
-    """Ids of client requests not yet answered, so a half-closed client still gets its answers."""
-
-    def __init__(self) -> None:
-        self._ids: set[RequestId] = set()
-        self._idle = anyio.Event()
-        self._idle.set()
-
-    def track(self, message: JSONRPCMessage) -> None:
-        if isinstance(message, JSONRPCRequest):
-            if not self._ids:
-                self._idle = anyio.Event()
-            self._ids.add(message.id)
-        elif isinstance(message, JSONRPCNotification) and message.method == "notifications/cancelled":
-            # A cancelled request gets no answer; stop waiting for one.
-            self._settle((message.params or {}).get("requestId"))
-
-    def answered(self, message: JSONRPCMessage) -> None:
-        if isinstance(message, JSONRPCResponse | JSONRPCError):
-            self._settle(message.id)
-
-    async def wait_idle(self) -> None:
-        await self._idle.wait()
-
-    def _settle(self, request_id: object) -> None:
-        if isinstance(request_id, str | int):
-            self._ids.discard(request_id)
-        if not self._ids:
-            self._idle.set()
+async def _write_out(outbox: Outbox, send: ByteSendStream, tally: RequestTally, connection_scope: CancelScope) -> None:
+    """The outbox to the client, one message per line; a client gone mid-write ends the connection."""
+    while (queued := await outbox.get()) is not None:
+        data, message = queued
+        try:
+            await send.send(data)
+        except _CLOSED:
+            connection_scope.cancel()
+            return
+        outbox.sent()
+        tally.answered(message)
 
 
 def _is_bind(message: JSONRPCMessage) -> bool:

@@ -21,8 +21,9 @@ from mcp_types import (
 )
 from pydantic import ValidationError
 
-DEFAULT_MAX_LINE_BYTES = 1024 * 1024
-"""Largest request line the daemon accepts (1 MiB); requests are small, a bigger line is a mistake."""
+DEFAULT_MAX_LINE_BYTES = 4 * 1024 * 1024
+"""Largest request line accepted by default (4 MiB, `daemon.max_line_bytes`' default): requests are
+small, a bigger line is a mistake. The standalone server and the daemon use the same configured value."""
 
 CLIENT_MAX_LINE_BYTES = 64 * 1024 * 1024
 """Largest response line a memoryd client accepts (64 MiB): memory_get may return whole files."""
@@ -118,6 +119,11 @@ def decode_line(line: bytes | OversizedLine) -> JSONRPCMessage | Rejection:
         document = orjson.loads(line)
     except orjson.JSONDecodeError as exc:
         return _reject(None, PARSE_ERROR, f"parse error: {exc}")
+    if isinstance(document, dict) and "method" in document and "id" in document and _usable_id(document) is None:
+        # JSON-RPC 2.0: an id is a string or an integer (a notification has none at all). An object, array,
+        # boolean, null or fractional id is no request the server can answer by its id: -32600, id null.
+        shown = _JSON_KINDS.get(type(document["id"]), "null")
+        return _reject(None, INVALID_REQUEST, f"invalid request: id must be a string or an integer (got {shown})")
     try:
         return jsonrpc_message_adapter.validate_python(document, by_name=False)
     except ValidationError:
@@ -147,6 +153,9 @@ async def next_message(lines: LineReader) -> JSONRPCMessage | Rejection | None:
 
 def _reject(request_id: str | int | None, code: int, message: str) -> Rejection:
     return Rejection(error_response(request_id, code, message))
+
+
+_JSON_KINDS = {dict: "an object", list: "an array", bool: "a boolean", float: "a fractional number"}
 
 
 def _usable_id(document: object) -> str | int | None:

@@ -1,4 +1,4 @@
-"""The MCP face of memoryd: the three tools plus memoryd's own methods, for one connection's agent.
+"""The MCP face of memoryd: the four tools plus memoryd's own methods, for one connection's agent.
 
 A low-level `mcp` Server is built per connection, closed over that connection's AgentBinding, so
 an agent can only ever be chosen by the connection, never by a tool argument. Tool mistakes a model
@@ -8,6 +8,7 @@ can fix (bad arguments, a path outside the roots, a missing file) come back as t
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -32,7 +33,8 @@ from mcp_types import (
 
 import memoryd
 from memoryd.errors import MemorydError, ProtocolError, describe, first_error
-from memoryd.server.schemas import ToolSchema, validate_arguments
+from memoryd.server.guard import param_guard
+from memoryd.server.schemas import ToolSchema, load_method_schemas, validate_arguments
 from memoryd.server.service import MemoryService
 
 log = structlog.get_logger(__name__)
@@ -49,6 +51,15 @@ INSTRUCTIONS = (
     "people, preferences or todos, call memory_search; then use memory_get to read the lines you need, "
     "and cite them as Source: <path#line>."
 )
+WRITE_INSTRUCTIONS = (
+    " When the user makes a decision, states a preference or a lasting fact, or asks you to remember "
+    "something, save it with memory_write (search first: do not save what is already there; never save secrets)."
+)
+WRITE_TOOL = "memory_write"
+_ANNOTATIONS: dict[str, dict[str, bool]] = {
+    WRITE_TOOL: {"read_only_hint": False, "destructive_hint": False, "idempotent_hint": False},
+}
+"""Tools that are not read-only; every other tool is annotated readOnlyHint."""
 
 McpServer = Server[dict[str, Any]]
 
@@ -96,12 +107,20 @@ class TranscriptUpdatedParams(NotificationParams):
 def build_server(service: MemoryService, tools: Sequence[ToolSchema], binding: AgentBinding) -> McpServer:
     """A Server for one connection: tools/list from the protocol files, tools/call via the service."""
     by_name = {tool.name: tool for tool in tools}
-    listing = ListToolsResult(tools=[_describe(tool) for tool in tools])
+    described = [(tool.name, _describe(tool)) for tool in tools]
+
+    def write_listed() -> bool:
+        """memory_write is listed unless the agent turned it off (`tools.write = false`)."""
+        try:
+            return service.write_enabled(binding.resolve(service))
+        except MemorydError:
+            return True  # no agent to ask (unbound, several agents): a call will say what to do
 
     async def list_tools(
         ctx: ServerRequestContext[dict[str, Any]], params: PaginatedRequestParams | None
     ) -> ListToolsResult:
-        return listing
+        writable = write_listed()
+        return ListToolsResult(tools=[tool for name, tool in described if name != WRITE_TOOL or writable])
 
     async def call_tool(ctx: ServerRequestContext[dict[str, Any]], params: CallToolRequestParams) -> CallToolResult:
         tool = by_name.get(params.name)
@@ -147,13 +166,20 @@ def build_server(service: MemoryService, tools: Sequence[ToolSchema], binding: A
     server: McpServer = Server(
         "memoryd",
         version=memoryd.__version__,
-        instructions=INSTRUCTIONS,
+        instructions=INSTRUCTIONS + (WRITE_INSTRUCTIONS if WRITE_TOOL in by_name and write_listed() else ""),
         on_list_tools=list_tools,
         on_call_tool=call_tool,
     )
     server.add_request_handler(SYNC_METHOD, SyncParams, sync)
     server.add_notification_handler(TRANSCRIPT_UPDATED_METHOD, TranscriptUpdatedParams, transcript_updated)
+    server.middleware.append(param_guard(method_schemas()))
     return server
+
+
+@functools.cache
+def method_schemas() -> dict[str, dict[str, Any]]:
+    """memoryd's own methods' params schemas, read once (a small file beside the tool schemas)."""
+    return load_method_schemas()
 
 
 async def _invoke(service: MemoryService, agent: str, name: str, arguments: dict[str, Any]) -> dict[str, object]:
@@ -174,6 +200,10 @@ async def _invoke(service: MemoryService, agent: str, name: str, arguments: dict
             )
         case "status":
             return await service.status(agent, deep=arguments["deep"])
+        case "memory_write":
+            return await service.write(
+                agent, arguments["text"], target=arguments["target"], heading=arguments.get("heading")
+            )
     raise ProtocolError(f"unknown tool {name!r}")
 
 
@@ -184,7 +214,9 @@ def _describe(tool: ToolSchema) -> Tool:
         description=tool.description,
         input_schema=tool.input_schema,
         output_schema=tool.output_schema,
-        annotations=ToolAnnotations(title=tool.title, read_only_hint=True, open_world_hint=False),
+        annotations=ToolAnnotations(
+            title=tool.title, open_world_hint=False, **_ANNOTATIONS.get(tool.name, {"read_only_hint": True})
+        ),
     )
 
 

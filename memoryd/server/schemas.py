@@ -1,30 +1,39 @@
-"""The tool contracts, read from `protocol/*.json`, and the argument checks the MCP SDK leaves to servers.
+"""The tool contracts, read from `protocol/*.json`; their arguments are checked by `memoryd.server.validate`.
 
 The JSON files are the single source of truth: tools/list serves them verbatim and a test pins it.
-Arguments are checked by a small validator for the subset of JSON Schema the input schemas use,
-not by `jsonschema`, for three reasons: the messages must name the field in words a model can act
-on, `jsonschema` ships without type information (mypy --strict), and it is not a declared
-dependency. An input schema using any keyword outside the subset is refused when it is loaded, so
-the subset can never be exceeded silently.
+An input schema using any keyword outside the validator's subset of JSON Schema is refused when it
+is loaded, so the subset can never be exceeded silently.
 """
 
 from __future__ import annotations
 
-import copy
 import json
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import memoryd
-from memoryd.errors import ConfigError, ProtocolError
+from memoryd.errors import ConfigError
+from memoryd.server.validate import InvalidArgumentsError, validate_arguments
 
-TOOL_NAMES = ("memory_search", "memory_get", "status")
+__all__ = [
+    "TOOL_NAMES",
+    "InvalidArgumentsError",
+    "ToolSchema",
+    "load_method_schemas",
+    "load_tool_schemas",
+    "protocol_dir",
+    "validate_arguments",
+]
+
+TOOL_NAMES = ("memory_search", "memory_get", "status", "memory_write")
 """The tools memoryd serves, in tools/list order."""
 
-_INPUT_KEYWORDS = frozenset(
+METHODS_FILE = "memoryd.methods.json"
+"""The params schemas of memoryd's own methods (memoryd/bind, memoryd/sync, memoryd/transcriptUpdated)."""
+
+_INPUT_KEYWORDS = frozenset(  # what memoryd.server.validate implements
     {
         "$schema",
         "$id",
@@ -45,14 +54,6 @@ _INPUT_KEYWORDS = frozenset(
     }
 )
 _JSON_TYPES = frozenset({"string", "integer", "number", "boolean", "object", "array", "null"})
-
-
-class InvalidArgumentsError(ProtocolError):
-    """Tool arguments that do not match the tool's input schema; `field` names the culprit."""
-
-    def __init__(self, field: str, problem: str) -> None:
-        super().__init__(f"invalid arguments: {field} {problem}")
-        self.field = field
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,12 +96,18 @@ def load_tool_schemas(directory: Path | None = None) -> tuple[ToolSchema, ...]:
     return tuple(tools)
 
 
-def validate_arguments(tool: ToolSchema, arguments: Mapping[str, Any] | None) -> dict[str, Any]:
-    """Check tool arguments; return a copy with schema defaults filled in and integral floats as ints.
-
-    Raises InvalidArgumentsError naming the first offending field.
-    """
-    return _check_object("arguments", tool.input_schema, dict(arguments or {}), top_level=True)
+def load_method_schemas(directory: Path | None = None) -> dict[str, dict[str, Any]]:
+    """The params schema of each of memoryd's own methods (`protocol/memoryd.methods.json`), by method name."""
+    root = directory if directory is not None else protocol_dir()
+    path = root / METHODS_FILE
+    document = _read_schema(path)
+    methods: dict[str, dict[str, Any]] = {}
+    for method, schema in document.get("properties", {}).items():
+        if not isinstance(schema, dict) or schema.get("type") != "object":
+            raise ConfigError(str(path), f"{method}: params must be described by an object schema")
+        _require_supported(path, method, schema)
+        methods[method] = schema
+    return methods
 
 
 def _read_schema(path: Path) -> dict[str, Any]:
@@ -129,114 +136,3 @@ def _require_supported(path: Path, where: str, schema: Mapping[str, Any]) -> Non
     properties = schema.get("properties", {})
     for name, sub in properties.items():
         _require_supported(path, f"{where}.{name}" if where else name, sub)
-
-
-def _check_object(where: str, schema: Mapping[str, Any], value: dict[str, Any], *, top_level: bool) -> dict[str, Any]:
-    properties: Mapping[str, Any] = schema.get("properties", {})
-    if schema.get("additionalProperties", False) is False:
-        for name in value:
-            if name not in properties:
-                raise _unexpected(where, name, properties, top_level=top_level)
-    for name in schema.get("required", []):
-        if name not in value:
-            raise InvalidArgumentsError(_join(where, name, top_level), "is required")
-    checked = dict(value)
-    for name, sub in properties.items():
-        if name in value:
-            checked[name] = _check_value(_join(where, name, top_level), sub, value[name])
-        elif "default" in sub:
-            checked[name] = copy.deepcopy(sub["default"])
-    return checked
-
-
-def _check_value(where: str, schema: Mapping[str, Any], value: Any) -> Any:
-    types = schema.get("type")
-    if types is not None:
-        allowed = [types] if isinstance(types, str) else list(types)
-        if not any(_has_type(value, t) for t in allowed):
-            raise InvalidArgumentsError(where, f"must be {_describe_types(allowed)} (got {_json_type(value)})")
-        if isinstance(value, float) and "integer" in allowed and "number" not in allowed:
-            value = int(value)
-    if "enum" in schema and not any(_same_json(value, option) for option in schema["enum"]):
-        options = ", ".join(json.dumps(option) for option in schema["enum"])
-        raise InvalidArgumentsError(where, f"must be one of {options} (got {json.dumps(value)})")
-    if _is_number(value):
-        if "minimum" in schema and value < schema["minimum"]:
-            raise InvalidArgumentsError(where, f"must be at least {schema['minimum']} (got {value})")
-        if "maximum" in schema and value > schema["maximum"]:
-            raise InvalidArgumentsError(where, f"must be at most {schema['maximum']} (got {value})")
-    if isinstance(value, str):
-        if "minLength" in schema and len(value) < schema["minLength"]:
-            raise InvalidArgumentsError(where, "must not be empty" if schema["minLength"] == 1 else "is too short")
-        if "maxLength" in schema and len(value) > schema["maxLength"]:
-            raise InvalidArgumentsError(where, f"must be at most {schema['maxLength']} characters")
-        if "pattern" in schema and re.search(schema["pattern"], value) is None:
-            raise InvalidArgumentsError(where, f"must match {schema['pattern']!r}")
-    if isinstance(value, dict) and "properties" in schema:
-        value = _check_object(where, schema, value, top_level=False)
-    return value
-
-
-def _unexpected(where: str, name: str, properties: Mapping[str, Any], *, top_level: bool) -> InvalidArgumentsError:
-    accepted = ", ".join(properties) or "none"
-    if top_level and name == "agent":
-        return InvalidArgumentsError(
-            "agent",
-            "is not an argument: the connection is bound to one agent (memoryd/bind, or memoryd mcp --agent)",
-        )
-    return InvalidArgumentsError(_join(where, name, top_level), f"is not an accepted argument (accepted: {accepted})")
-
-
-def _join(where: str, name: str, top_level: bool) -> str:
-    return name if top_level else f"{where}.{name}"
-
-
-def _is_number(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool)
-
-
-def _has_type(value: Any, json_type: str) -> bool:
-    match json_type:
-        case "string":
-            return isinstance(value, str)
-        case "integer":
-            return (isinstance(value, int) and not isinstance(value, bool)) or (
-                isinstance(value, float) and value.is_integer()
-            )
-        case "number":
-            return _is_number(value)
-        case "boolean":
-            return isinstance(value, bool)
-        case "object":
-            return isinstance(value, dict)
-        case "array":
-            return isinstance(value, list)
-        case "null":
-            return value is None
-    return False
-
-
-def _json_type(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, int):
-        return "an integer"
-    if isinstance(value, float):
-        return "a number"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, list):
-        return "an array"
-    return "an object"
-
-
-def _describe_types(types: list[str]) -> str:
-    article = {"integer": "an integer", "array": "an array", "object": "an object", "null": "null"}
-    return " or ".join(article.get(t, f"a {t}") for t in types)
-
-
-def _same_json(value: Any, option: Any) -> bool:
-    """Equal as JSON values: True is not 1, "1" is not 1."""
-    return type(value) is type(option) and bool(value == option)

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Literal, Protocol
 
 Corpus = Literal["memory", "sessions", "all"]
+WriteTarget = Literal["daily", "long-term"]
 
 
 class MemoryService(Protocol):
@@ -39,6 +40,14 @@ class MemoryService(Protocol):
 
     async def status(self, agent: str, *, deep: bool) -> dict[str, object]:
         """Run `status`; the result matches `protocol/status.output.json`."""
+        ...
+
+    def write_enabled(self, agent: str) -> bool:
+        """Whether the agent serves `memory_write` (`tools.write`): tools/list shows it only then."""
+        ...
+
+    async def write(self, agent: str, text: str, *, target: WriteTarget, heading: str | None) -> dict[str, object]:
+        """Run `memory_write`; the result matches `protocol/memory_write.output.json`."""
         ...
 
     async def sync(self, agent: str, *, force: bool, reason: str) -> dict[str, object]:

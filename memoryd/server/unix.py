@@ -24,6 +24,8 @@ from anyio.abc import SocketAttribute, SocketListener, TaskGroup, TaskStatus
 
 from memoryd.errors import DaemonError
 from memoryd.runtime.private import ensure_private_dir, peer_uid
+from memoryd.server.accept import Handler, accept_forever, connection_limit
+from memoryd.server.backpressure import DEFAULT_MAX_QUEUED_BYTES
 from memoryd.server.connection import serve_connection
 from memoryd.server.framing import DEFAULT_MAX_LINE_BYTES
 from memoryd.server.schemas import ToolSchema, load_tool_schemas
@@ -34,7 +36,6 @@ log = structlog.get_logger(__name__)
 
 SOCKET_MODE = 0o600
 _PROBE_SECONDS = 2.0
-_ACCEPT_BACKOFF_SECONDS = 0.1
 
 
 async def serve_unix(
@@ -42,6 +43,8 @@ async def serve_unix(
     path: Path,
     *,
     max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
+    max_queued_bytes: int = DEFAULT_MAX_QUEUED_BYTES,
+    max_connections: int = 0,
     tools: Sequence[ToolSchema] | None = None,
     allowed_uid: int | None = None,
     inherited: socket.socket | None = None,
@@ -53,12 +56,22 @@ async def serve_unix(
     daemon already answers on `path`, or the path cannot be used; a stale socket file is replaced.
     `inherited` is a listening socket systemd opened (socket activation, `memoryd.service.activation`):
     it is served as it is, and its file is systemd's, so it is neither replaced nor removed here.
+    `max_connections` (0: from the descriptor limit) and `max_queued_bytes` bound what clients may hold
+    (`memoryd.server.accept`, `memoryd.server.backpressure`).
     """
     catalog = tools if tools is not None else await anyio.to_thread.run_sync(load_tool_schemas)
     uid = os.geteuid() if allowed_uid is None else allowed_uid
-    handle = partial(_handle, service=service, tools=catalog, uid=uid, max_line_bytes=max_line_bytes)
+    handle = partial(
+        _handle,
+        service=service,
+        tools=catalog,
+        uid=uid,
+        max_line_bytes=max_line_bytes,
+        max_queued_bytes=max_queued_bytes,
+    )
+    accept = partial(accept_forever, max_connections=connection_limit(max_connections))
     if inherited is not None:
-        await _serve_inherited(inherited, path, handle, task_status)
+        await _serve_inherited(inherited, path, handle, accept, task_status)
         return
     await anyio.to_thread.run_sync(_prepare_directory, path.parent)
     lock = await anyio.to_thread.run_sync(_lock, path)
@@ -70,7 +83,7 @@ async def serve_unix(
             async with listener, anyio.create_task_group() as connections:
                 log.info("listening", socket=str(path))
                 task_status.started(path)
-                await _accept_forever(listener.extra(SocketAttribute.raw_socket), connections, handle)  # noqa: S610
+                await accept(listener.extra(SocketAttribute.raw_socket), connections, handle)  # noqa: S610
         finally:
             if identity is not None and _identity(path) == identity:
                 with anyio.CancelScope(shield=True):
@@ -82,7 +95,8 @@ async def serve_unix(
 async def _serve_inherited(
     sock: socket.socket,
     path: Path,
-    handle: Callable[[socket.socket], Coroutine[Any, Any, None]],
+    handle: Handler,
+    accept: Callable[[socket.socket, TaskGroup, Handler], Coroutine[Any, Any, None]],
     task_status: TaskStatus[Path],
 ) -> None:
     """Serve systemd's listening socket. Its address is what clients use, whatever `path` says."""
@@ -95,13 +109,19 @@ async def _serve_inherited(
         async with anyio.create_task_group() as connections:
             log.info("listening", socket=str(address), activation="systemd")
             task_status.started(address)
-            await _accept_forever(sock, connections, handle)
+            await accept(sock, connections, handle)
     finally:
         sock.close()
 
 
 async def _handle(
-    client: socket.socket, *, service: MemoryService, tools: Sequence[ToolSchema], uid: int, max_line_bytes: int
+    client: socket.socket,
+    *,
+    service: MemoryService,
+    tools: Sequence[ToolSchema],
+    uid: int,
+    max_line_bytes: int,
+    max_queued_bytes: int,
 ) -> None:
     try:
         peer = peer_uid(client)
@@ -110,32 +130,12 @@ async def _handle(
             client.close()
             return
         async with UnixStream(client) as stream:
-            await serve_connection(service, tools, stream, stream, max_line_bytes=max_line_bytes)
+            await serve_connection(
+                service, tools, stream, stream, max_line_bytes=max_line_bytes, max_queued_bytes=max_queued_bytes
+            )
     except Exception:
         client.close()
         log.exception("connection_failed")
-
-
-async def _accept_forever(
-    raw: socket.socket, connections: TaskGroup, handle: Callable[[socket.socket], Coroutine[Any, Any, None]]
-) -> None:
-    """Accept until cancelled, each connection in its own task.
-
-    Waits with `anyio.wait_readable` instead of `listener.accept()`: cancelling the latter while a
-    connection arrives makes anyio's asyncio backend log an InvalidStateError (seen with anyio 4.16).
-    """
-    while True:
-        await anyio.wait_readable(raw)
-        try:
-            client, _address = raw.accept()
-        except BlockingIOError:
-            continue
-        except OSError as exc:
-            # Out of file descriptors and the like: keep the daemon up and try again shortly.
-            log.warning("accept_failed", error=str(exc))
-            await anyio.sleep(_ACCEPT_BACKOFF_SECONDS)
-            continue
-        connections.start_soon(handle, client)
 
 
 def _prepare_directory(directory: Path) -> None:

@@ -21,7 +21,7 @@ from typing import Literal
 import structlog
 
 from memoryd.media import Modality, classify
-from memoryd.sources.session_roots import IGNORED_DIRS, SessionRoot
+from memoryd.sources.session_roots import IGNORED_DIRS, SessionRoot, is_ignored
 from memoryd.sources.transcripts import is_transcript_name
 
 log = structlog.get_logger(__name__)
@@ -157,6 +157,32 @@ def list_memory_files(
         kind = None if _is_markdown(path.name) else classify(path.name, media)
         result.append(SourceFile("memory", index_path(path, workspace), path, root, kind))
     return result
+
+
+def memory_file_at(workspace: Path, path: Path) -> SourceFile | None:
+    """`path` as `list_memory_files` lists it — a root note or a markdown file below `memory/`, no symlink
+    and no ignored folder on the way — or None; without walking the tree (a write's targeted sync)."""
+    try:
+        rel = Path(os.path.relpath(path, workspace))
+    except ValueError:
+        return None
+    parts = rel.parts
+    if not parts or parts[0] == ".." or not _is_markdown(rel.name):
+        return None
+    if len(parts) == 1:
+        if rel.name not in ROOT_NOTES:
+            return None
+    elif parts[0] != "memory" or is_ignored(parts[1:-1]):
+        return None
+    at = workspace
+    for part in parts[:-1]:
+        at = at / part
+        mode = _mode(at, None)
+        if mode is None or not stat.S_ISDIR(mode):
+            return None
+    if not _regular_file(path):
+        return None
+    return SourceFile("memory", rel.as_posix(), path, workspace)
 
 
 def list_session_files(root: SessionRoot, *, unlisted: list[Path] | None = None) -> list[SourceFile]:

@@ -30,6 +30,16 @@ async def test_auto_picks_the_packaged_local_model(tmp_path: Path) -> None:
     try:
         assert sel.provider.id == "local"
         assert sel.reason is None and sel.fallback_from is None
+        assert sel.provider.fingerprint.key_data["long_inputs"] == "windows"  # the default reads whole chunks
+    finally:
+        await sel.provider.aclose()
+
+
+async def test_long_inputs_truncate_gives_the_truncating_model_its_own_fingerprint(tmp_path: Path) -> None:
+    sel = await select_provider(settings(local={"long_inputs": "truncate"}), cache_dir=tmp_path, env={})
+    assert sel.provider is not None
+    try:
+        assert "long_inputs" not in sel.provider.fingerprint.key_data
     finally:
         await sel.provider.aclose()
 

@@ -178,7 +178,9 @@ async def test_without_sqlite_vec_the_exact_search_runs_and_agrees(ws: Path, mak
         eng.close()
 
 
-@pytest.mark.parametrize("mode", ["hybrid", "keyword", "vector"])
+# Not "vector": vector-only scores are raw cosines, and the hash fake's word collisions reach 0.24 at
+# 64 dims; hybrid halves them with the fusion weight (the real model is checked in test_served_defaults).
+@pytest.mark.parametrize("mode", ["hybrid", "keyword"])
 async def test_nonsense_finds_nothing_at_the_default_min_score(hybrid: IndexEngine, mode: str) -> None:
     resp = await hybrid.search("zxqv blorft wugglenarf", mode=mode)  # type: ignore[arg-type]
     assert resp.results == []

@@ -165,7 +165,7 @@ async def test_stdio_shims_of_two_agents_through_the_daemon(daemon: Daemon) -> N
             tools = await a.list_tools()
     assert ra.structured_content is not None and ra.structured_content["results"] == []
     assert rb.structured_content is not None and [r["path"] for r in rb.structured_content["results"]] == ["MEMORY.md"]
-    assert [t.name for t in tools.tools] == ["memory_search", "memory_get", "status"]
+    assert [t.name for t in tools.tools] == ["memory_search", "memory_get", "status", "memory_write"]
 
 
 SYSTEMD_LIKE = """

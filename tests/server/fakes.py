@@ -6,8 +6,8 @@ from dataclasses import dataclass, field
 
 import anyio
 
-from memoryd.errors import AccessDeniedError, NotFoundError
-from memoryd.server.service import Corpus
+from memoryd.errors import AccessDeniedError, NotFoundError, WriteRefusedError
+from memoryd.server.service import Corpus, WriteTarget
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,6 +32,8 @@ class FakeMemoryService:
     transcript_seen: anyio.Event = field(default_factory=anyio.Event)
     slow_started: anyio.Event = field(default_factory=anyio.Event)
     release: anyio.Event = field(default_factory=anyio.Event)
+    write_off: set[str] = field(default_factory=set)
+    """Agents whose `tools.write` is false."""
 
     def agent_ids(self) -> list[str]:
         return list(self.notes)
@@ -136,6 +138,34 @@ class FakeMemoryService:
         self._files(agent)
         self.calls.append(Call("sync", agent, {"force": force, "reason": reason}))
         return {"agent": agent, "force": force, "reason": reason, "indexed": len(self.notes[agent])}
+
+    def write_enabled(self, agent: str) -> bool:
+        self._files(agent)
+        return agent not in self.write_off
+
+    async def write(self, agent: str, text: str, *, target: WriteTarget, heading: str | None) -> dict[str, object]:
+        files = self._files(agent)
+        self.calls.append(Call("write", agent, {"text": text, "target": target, "heading": heading}))
+        if agent in self.write_off:
+            raise WriteRefusedError(f"memory_write is turned off for agent {agent!r} (tools.write = false)")
+        path = "memory/2025-01-31.md" if target == "daily" else "MEMORY.md"
+        before = files.get(path, "")
+        start = before.count("\n") + 1
+        files[path] = before + f"_2025-01-31 10:00 +00:00_\n{text}\n"
+        end = start + text.count("\n") + 1
+        return {
+            "path": path,
+            "startLine": start,
+            "endLine": end,
+            "citation": f"{path}#L{start}-L{end}",
+            "target": target,
+            "heading": heading,
+            "createdFile": not before,
+            "createdHeading": False,
+            "savedAt": "2025-01-31T10:00:00+00:00",
+            "indexed": True,
+            "indexError": None,
+        }
 
     async def transcript_updated(self, agent: str, path: str) -> None:
         self._files(agent)

@@ -44,7 +44,11 @@ async def test_tools_list_serves_the_protocol_files_verbatim(daemon: Path, mode:
         assert tool.input_schema == input_schema
         assert tool.output_schema == output_schema
         assert tool.description == input_schema["description"]
-        assert tool.annotations is not None and tool.annotations.read_only_hint is True
+        assert tool.annotations is not None and tool.annotations.open_world_hint is False
+        writes = tool.name == "memory_write"
+        assert tool.annotations.read_only_hint is not writes
+        if writes:
+            assert tool.annotations.destructive_hint is False  # append-only: never rewrites or deletes
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -192,6 +196,12 @@ async def test_an_unbound_connection_to_a_single_agent_uses_it(socket_path: Path
         ("memory_get", {"path": "MEMORY.md", "lines": "3"}, "lines"),
         ("memory_get", {"path": "MEMORY.md", "line": 3}, "line"),
         ("status", {"deep": "yes"}, "deep"),
+        ("memory_write", {}, "text"),
+        ("memory_write", {"text": "  \n "}, "text"),
+        ("memory_write", {"text": "x" * 16385}, "text"),
+        ("memory_write", {"text": "note", "target": "weekly"}, "target"),
+        ("memory_write", {"text": "note", "heading": ""}, "heading"),
+        ("memory_write", {"text": "note", "path": "MEMORY.md"}, "path"),
     ],
 )
 async def test_wrong_arguments_are_tool_errors_naming_the_field(
@@ -229,9 +239,40 @@ async def test_an_unknown_tool_is_a_protocol_error(daemon: Path) -> None:
     with anyio.fail_after(10):
         async with Client(unix_client(daemon, "alpha")) as client:
             with pytest.raises(MCPError) as caught:
-                await client.call_tool("memory_write", {})
+                await client.call_tool("memory_delete", {})
     assert caught.value.code == INVALID_PARAMS
-    assert "memory_write" in caught.value.message
+    assert "memory_delete" in caught.value.message
+
+
+async def test_memory_write_reaches_the_service_with_its_defaults(daemon: Path, service: FakeMemoryService) -> None:
+    with anyio.fail_after(10):
+        async with Client(unix_client(daemon, "alpha")) as client:
+            daily = await client.call_tool("memory_write", {"text": "We chose Postgres."})
+            long_term = await client.call_tool(
+                "memory_write", {"text": "Ada prefers tabs.", "target": "long-term", "heading": "Preferences"}
+            )
+    assert not daily.is_error and not long_term.is_error
+    assert daily.structured_content["citation"] == "memory/2025-01-31.md#L1-L2"
+    assert [(call.method, call.agent, call.arguments) for call in service.calls] == [
+        ("write", "alpha", {"text": "We chose Postgres.", "target": "daily", "heading": None}),
+        ("write", "alpha", {"text": "Ada prefers tabs.", "target": "long-term", "heading": "Preferences"}),
+    ]
+
+
+async def test_memory_write_turned_off_is_not_listed_and_a_call_says_why(
+    daemon: Path, service: FakeMemoryService
+) -> None:
+    service.write_off.add("beta")
+    with anyio.fail_after(10):
+        async with Client(unix_client(daemon, "beta")) as beta, Client(unix_client(daemon, "alpha")) as alpha:
+            beta_tools = [tool.name for tool in (await beta.list_tools()).tools]
+            alpha_tools = [tool.name for tool in (await alpha.list_tools()).tools]
+            refused = await beta.call_tool("memory_write", {"text": "Remember this."})
+    assert beta_tools == ["memory_search", "memory_get", "status"]
+    assert alpha_tools == list(TOOL_NAMES)
+    assert refused.is_error
+    assert _text(refused) == "memory_write is turned off for agent 'beta' (tools.write = false)"
+    assert service.notes["beta"] == {"MEMORY.md": "# Beta\nThe beta door is red.\n"}
 
 
 async def test_binding_an_unknown_agent_is_refused_with_the_known_ones(daemon: Path) -> None:

@@ -9,11 +9,15 @@ from pathlib import Path
 import anyio
 import pytest
 
+from memoryd.config import DaemonSettings
+from memoryd.server.accept import MIN_RESERVE, TOO_MANY_CONNECTIONS
+from memoryd.server.backpressure import DEFAULT_MAX_QUEUED_BYTES, MAX_RUNNING
 from memoryd.server.connection import DRAIN_SECONDS
 from memoryd.server.framing import CLIENT_MAX_LINE_BYTES, DEFAULT_MAX_LINE_BYTES
 from memoryd.server.mcp import BIND_METHOD, MEMORYD_ERROR, SYNC_METHOD, TRANSCRIPT_UPDATED_METHOD
 from memoryd.server.schemas import TOOL_NAMES, protocol_dir
 from memoryd.server.unix import serve_unix
+from memoryd.server.validate import SAFE_INTEGER
 from tests.server.fakes import FakeMemoryService
 from tests.server.wire import raw_client
 
@@ -64,6 +68,13 @@ def test_every_tool_and_memoryd_method_is_documented() -> None:
 
 def test_the_documented_limits_and_codes_are_the_codes() -> None:
     assert f"{DEFAULT_MAX_LINE_BYTES:,} bytes" in DOC
+    assert f"{DEFAULT_MAX_LINE_BYTES // (1024 * 1024)} MiB" in DOC
+    assert DaemonSettings().max_line_bytes == DEFAULT_MAX_LINE_BYTES  # what the daemon really takes
     assert f"{CLIENT_MAX_LINE_BYTES // (1024 * 1024)} MiB per line" in DOC
     assert f"at most {DRAIN_SECONDS:g} seconds" in DOC
     assert f"`{MEMORYD_ERROR}` memoryd error" in DOC
+    assert f"`{TOO_MANY_CONNECTIONS}` too many connections" in DOC
+    assert f"at most **{MAX_RUNNING}** per connection" in DOC
+    assert f"**{DEFAULT_MAX_QUEUED_BYTES:,} bytes**" in DOC
+    assert f"at least {MIN_RESERVE}" in DOC
+    assert f"±{SAFE_INTEGER:,}" in DOC

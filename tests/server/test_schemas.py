@@ -67,7 +67,7 @@ def test_valid_search_arguments_pass_with_the_corpus_default_filled_in(arguments
 )
 def test_a_value_of_the_wrong_type_is_refused_naming_its_field(case: tuple[str, str, Any]) -> None:
     name, field, value = case
-    arguments: dict[str, Any] = {"query": "x", "path": "MEMORY.md"} if name != "status" else {}
+    arguments: dict[str, Any] = {"query": "x", "path": "MEMORY.md", "text": "x"} if name != "status" else {}
     arguments = {key: item for key, item in arguments.items() if key in TOOLS[name].input_schema["properties"]}
     arguments[field] = value
     with pytest.raises(InvalidArgumentsError) as caught:
@@ -124,3 +124,10 @@ def test_a_missing_or_malformed_schema_file_is_a_config_error(tmp_path: Path) ->
     (directory / "status.output.json").unlink()
     with pytest.raises(ConfigError, match="cannot read the tool schema"):
         load_tool_schemas(directory)
+
+
+@pytest.mark.parametrize("query", [" ", "\t\n", "\u3000 "])
+def test_a_blank_query_is_refused_in_words_not_a_regex(query: str) -> None:
+    with pytest.raises(InvalidArgumentsError) as caught:
+        validate_arguments(SEARCH, {"query": query})
+    assert str(caught.value) == "invalid arguments: query must not be blank (it holds only whitespace)"

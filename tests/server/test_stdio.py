@@ -42,7 +42,7 @@ async def test_the_bridge_forwards_a_full_session_and_ends_with_stdin(daemon: Pa
                 search = await client.call_tool("memory_search", {"query": "door"})
                 denied = await client.call_tool("memory_get", {"path": "../secrets.md"})
             await bridge_ended.wait()
-    assert [tool.name for tool in listing.tools] == ["memory_search", "memory_get", "status"]
+    assert [tool.name for tool in listing.tools] == ["memory_search", "memory_get", "status", "memory_write"]
     assert search.structured_content["results"][0]["snippet"] == "The alpha door is blue."
     assert denied.is_error
     assert {call.agent for call in service.calls} == {"alpha"}

@@ -214,7 +214,11 @@ async def test_a_bind_request_is_confirmed(daemon: Path) -> None:
     ("params", "message"),
     [
         ({"agent": "gamma"}, "unknown agent 'gamma'; this daemon serves: alpha, beta"),
-        ({"name": "alpha"}, 'memoryd/bind needs params {"agent": "<id>"}'),
+        (
+            {"name": "alpha"},
+            'memoryd/bind needs params {"agent": "<id>"}: name is not an accepted argument (accepted: agent)',
+        ),
+        ({"agent": 7}, 'memoryd/bind needs params {"agent": "<id>"}: agent must be a string (got an integer)'),
     ],
 )
 async def test_a_refused_bind_is_answered_and_the_connection_closed(

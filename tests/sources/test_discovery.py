@@ -7,7 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from memoryd.sources.discovery import is_memory_path, list_all_session_files, list_memory_files, list_session_files
+from memoryd.sources.discovery import (
+    is_memory_path,
+    list_all_session_files,
+    list_memory_files,
+    list_session_files,
+    memory_file_at,
+)
 from memoryd.sources.session_roots import SessionRoot
 from tests.conftest import write
 
@@ -108,3 +114,16 @@ def test_is_memory_path_matches_openclaw() -> None:
 )
 def test_is_memory_path_tests_components_not_a_prefix(rel: str) -> None:
     assert not is_memory_path(rel)
+
+
+def test_memory_file_at_names_exactly_the_workspace_files_the_listing_holds(workspace: Path, tmp_path: Path) -> None:
+    outside = write(tmp_path / "secret.md", "secret\n")
+    os.symlink(outside, workspace / "memory" / "link.md")
+    os.symlink(workspace / "memory" / "projects", workspace / "memory" / "alias")
+    write(workspace / "memory" / "notes.txt", "not markdown\n")
+    listed = {f.abs_path: f for f in list_memory_files(workspace)}
+    candidates = [p for p in workspace.rglob("*") if not p.is_dir() or p.is_symlink()]
+    candidates += [workspace / "memory" / "alias" / "garden.md", workspace / "missing.md", tmp_path / "secret.md"]
+    for path in candidates:
+        assert memory_file_at(workspace, path) == listed.get(path), path
+    assert memory_file_at(workspace, workspace / "memory" / "2026-01-05.md") is not None

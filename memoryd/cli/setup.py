@@ -1,0 +1,105 @@
+"""`memoryd setup HOST [--write]`: the MCP entry for Claude Code, Claude Desktop, Codex or Cursor.
+
+Without `--write` it prints the entry, the file it goes in, and (for Claude Code) the line that makes
+Claude Code's transcripts this agent's sessions. With `--write` it merges both into place, each file
+backed up first (`memoryd.setup.files`); every edit is computed and checked before any file is touched,
+so a refusal leaves everything as it was.
+"""
+
+from __future__ import annotations
+
+import argparse
+import tomllib
+from collections.abc import Callable
+from pathlib import Path
+from typing import TextIO
+
+from memoryd import config as config_mod
+from memoryd import paths
+from memoryd.cli.agents import choose
+from memoryd.cli.exits import EXIT_OK
+from memoryd.config import Config
+from memoryd.setup import files, jsonfile, locations, tomlfile
+from memoryd.setup.entries import (
+    HOST_NAMES,
+    SERVER_NAME,
+    Host,
+    ServerCommand,
+    claude_add_command,
+    codex_table,
+    json_document,
+    json_entry,
+)
+from memoryd.setup.entries import server_command as make_server_command
+
+CLAUDE_CODE_PRESET = "claude-code"
+
+
+def run(args: argparse.Namespace, cfg: Config, out: TextIO) -> int:
+    host: Host = args.host
+    agent = choose(args, cfg)
+    server = make_server_command(agent.id, config=args.config, state_dir=args.state_dir)
+    host_file = locations.config_file(host)
+    edits: list[tuple[Path, Callable[[str], str]]] = [(host_file, _host_edit(host, host_file, server))]
+    memoryd_file = Path(args.config).expanduser() if args.config else (cfg.source_file or paths.config_file())
+    if host == "claude-code":
+        edits.append((memoryd_file, _sessions_edit(memoryd_file, agent.id, cfg.state_dir)))
+    if not args.write:
+        out.write(_instructions(host, host_file, server, memoryd_file, agent.id))
+        return EXIT_OK
+    for path, edit in edits:  # every edit is checked before any file is written
+        edit(_current(path))
+    for path, edit in edits:
+        change = files.update(path, edit)
+        if not change.changed:
+            out.write(f"unchanged: {path} (already set up)\n")
+        elif change.created:
+            out.write(f"created: {path}\n")
+        else:
+            out.write(f"updated: {path} (backup: {change.backup})\n")
+    out.write(f"restart {HOST_NAMES[host]} to load it")
+    out.write("; memoryd reloads its configuration on SIGHUP (or restart it)\n" if host == "claude-code" else "\n")
+    return EXIT_OK
+
+
+def _current(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return ""
+
+
+def _host_edit(host: Host, path: Path, server: ServerCommand) -> Callable[[str], str]:
+    if host == "codex":
+        body = codex_table(server).split("\n", 1)[1]
+        return lambda text: tomlfile.set_table(text, path, ("mcp_servers", SERVER_NAME), body)
+    entry = json_entry(host, server)
+    return lambda text: jsonfile.with_server(text, path, SERVER_NAME, entry)
+
+
+def _sessions_edit(path: Path, agent_id: str, state_dir: Path) -> Callable[[str], str]:
+    """Add Claude Code's transcripts to the agent's `sessions`, refusing a result memoryd would not load."""
+
+    def edit(text: str) -> str:
+        new = tomlfile.add_to_list(text, path, ("agents", agent_id), "sessions", CLAUDE_CODE_PRESET)
+        config_mod.build(tomllib.loads(new), state_dir=state_dir, source_file=path)  # raises ConfigError
+        return new
+
+    return edit
+
+
+def _instructions(host: Host, path: Path, server: ServerCommand, memoryd_file: Path, agent_id: str) -> str:
+    name = HOST_NAMES[host]
+    if host == "codex":
+        parts = [f"{name} reads MCP servers from {path}. Add:\n\n{codex_table(server)}"]
+    else:
+        parts = [f'{name} reads MCP servers from {path} ("mcpServers"). Add:\n\n{json_document(host, server)}']
+    if host == "claude-code":
+        command = claude_add_command(server).strip()
+        parts.append(f"\n(or run: {command})\n")
+        parts.append(
+            f"\nand in memoryd's configuration ({memoryd_file}), so Claude Code's transcripts are the "
+            f'sessions of agent {agent_id!r}:\n\n[agents.{agent_id}]\nsessions = ["{CLAUDE_CODE_PRESET}"]\n'
+        )
+    parts.append(f"\n`memoryd setup {host} --write` does this for you, backing up each file first.\n")
+    return "".join(parts)

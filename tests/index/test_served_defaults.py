@@ -1,0 +1,69 @@
+"""What a user gets at the default settings, through the real engine and the local model.
+
+Eval measures rankings at min_score 0; users get the default min_score. A question that shares no
+word with its answer must still be answered when the answer ranks first, and a question about
+something the memory never mentions must still get nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from memoryd.embeddings.local import LoadState, LocalEmbeddingProvider
+from memoryd.index.engine import IndexEngine
+from tests.conftest import AgentFactory, write
+
+pytestmark = pytest.mark.anyio
+
+NOTES = {
+    "MEMORY.md": "# Memory\n\n- My dog Rex is a golden retriever.\n- I work as a nurse at the city hospital.\n",
+    "memory/garden.md": "# Garden\n\nPlant tomatoes and basil in April, water the seedlings daily.\n",
+    "memory/travel.md": "# Travel\n\nFlight to Lisbon on March 3rd, hotel near the Alfama district.\n",
+}
+
+
+@pytest.fixture(scope="module")
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.fixture(scope="module")
+async def local(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[LocalEmbeddingProvider]:
+    # As `provider = "auto"` makes it by default (long inputs read in windows; these notes are short).
+    provider = LocalEmbeddingProvider(tmp_path_factory.mktemp("models"), allow_download=False, windows=True)
+    assert await provider.load() is LoadState.READY, provider.error
+    yield provider
+    await provider.aclose()
+
+
+@pytest.fixture
+async def engine(tmp_path: Path, make_agent: AgentFactory, local: LocalEmbeddingProvider) -> AsyncIterator[IndexEngine]:
+    ws = tmp_path / "ws"
+    for rel, text in NOTES.items():
+        write(ws / rel, text)
+    eng = IndexEngine(make_agent(ws), local)
+    await eng.open()
+    try:
+        await eng.sync("test")
+        yield eng
+    finally:
+        await eng.aclose()
+
+
+async def test_a_meaning_match_sharing_no_word_is_served(engine: IndexEngine) -> None:
+    query = "what kind of pet do I have"
+    assert not {"kind", "pet", "have"} & set(NOTES["MEMORY.md"].lower().split())
+    resp = await engine.search(query)  # the default settings: min_score and all
+    assert resp.mode == "hybrid"
+    assert [r.path for r in resp.results][:1] == ["MEMORY.md"]
+    assert "golden retriever" in resp.results[0].snippet
+
+
+@pytest.mark.parametrize("query", ["what is the capital of Peru", "how do I compile the linux kernel with clang"])
+async def test_a_question_the_memory_never_mentions_gets_nothing(engine: IndexEngine, query: str) -> None:
+    resp = await engine.search(query)
+    assert resp.mode == "hybrid"
+    assert resp.results == []
