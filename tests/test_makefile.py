@@ -6,6 +6,7 @@ step shows; the installs themselves are measured, not tested (README, "Two comma
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -18,8 +19,17 @@ ROOT = Path(__file__).resolve().parent.parent
 def dry_run(target: str, venv: Path) -> list[str]:
     if shutil.which("make") is None:
         pytest.fail("make is not installed")
+    # Run as a top-level make even under `make test`: an inherited MAKELEVEL/MAKEFLAGS makes the child print
+    # "make[1]: Entering directory" lines and pass on the parent's flags.
+    env = {k: v for k, v in os.environ.items() if k not in ("MAKELEVEL", "MAKEFLAGS", "MFLAGS")}
     out = subprocess.run(
-        ["make", "-n", f"VENV={venv}", target], cwd=ROOT, capture_output=True, text=True, check=True, timeout=60
+        ["make", "--no-print-directory", "-n", f"VENV={venv}", target],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+        env=env,
     )
     return out.stdout.splitlines()
 

@@ -26,7 +26,7 @@ def run(args: argparse.Namespace, cfg: Config, out: TextIO) -> int:
         from memoryd import logging as logs
 
         logs.configure(args.log_level or "warning")
-        anyio.run(_standalone, solo, agent.id)
+        anyio.run(_standalone, solo, agent.id, cfg.daemon.max_line_bytes)
         return EXIT_OK
     from memoryd.server.bridge import run_bridge
 
@@ -34,7 +34,7 @@ def run(args: argparse.Namespace, cfg: Config, out: TextIO) -> int:
     return EXIT_OK
 
 
-async def _standalone(cfg: Config, agent_id: str) -> None:
+async def _standalone(cfg: Config, agent_id: str, max_line_bytes: int) -> None:
     from memoryd.daemon import DaemonService
     from memoryd.index.supervisor import Supervisor
     from memoryd.index.watcher import Watcher
@@ -46,5 +46,5 @@ async def _standalone(cfg: Config, agent_id: str) -> None:
     async with anyio.create_task_group() as tg:
         await tg.start(supervisor.run)
         await tg.start(watcher.run)
-        await serve_stdio(service, agent_id)
+        await serve_stdio(service, agent_id, max_line_bytes=max_line_bytes)
         tg.cancel_scope.cancel()

@@ -45,15 +45,35 @@ def _in_process(args: argparse.Namespace, cfg: Config, agents: list[AgentConfig]
                     st = await qmd.status()
                     if args.deep:
                         st["qmdDoctor"] = await qmd.doctor()
+                if args.deep:  # as the daemon's: an embedding round trip and each vector store queried
+                    st.update(await engine.searcher.probe())
                 st["daemon"] = None
                 return st
 
             return await with_qmd(agent, engine, cfg.state_dir, report)
 
-        statuses.append(run_engine(args, agent, body, writer=False))
+        statuses.append(run_engine(args, agent, body, writer=False, embed=args.deep))
     return statuses
 
 
 def format_status(st: dict[str, Any]) -> str:
-    lines = [f"{k}: {v if not isinstance(v, dict | list) else orjson.dumps(v).decode()}" for k, v in st.items()]
-    return "\n".join(lines) + "\n"
+    """One `key: value` line per field, nested objects indented below their key; every value spelled as in
+    JSON (true, false, null, numbers, lists) except strings, printed bare. `--json` is for programs."""
+    return "".join(_lines(st, ""))
+
+
+def _lines(obj: dict[str, Any], indent: str) -> list[str]:
+    out = []
+    for key, value in obj.items():
+        if isinstance(value, dict) and value:
+            out.append(f"{indent}{key}:\n")
+            out.extend(_lines(value, indent + "  "))
+        else:
+            out.append(f"{indent}{key}: {_scalar(value)}\n")
+    return out
+
+
+def _scalar(value: object) -> str:
+    if isinstance(value, str):
+        return value if value and value.strip() == value else orjson.dumps(value).decode()
+    return orjson.dumps(value).decode()

@@ -107,6 +107,8 @@ SETTINGS: dict[str, Range] = {
 
 DAEMON: dict[str, Range] = {
     "max_line_bytes": between(1024, 64 * 1024 * 1024),  # must hold a request; memoryd's clients read up to 64 MiB
+    "max_connections": at_least(0),  # 0 = the descriptor limit less a reserve
+    "max_queued_bytes": at_least(64 * 1024),  # below this one ordinary reply would drop its client
 }
 
 

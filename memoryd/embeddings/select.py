@@ -40,6 +40,13 @@ AUTO_ORDER = ("local", "openai", "gemini", "voyage", "mistral")
 """Ollama is never picked automatically (as upstream): it needs a server the user chose to run."""
 
 
+def first_candidate(settings: MemorySearchSettings) -> str | None:
+    """The provider `select_provider` tries first (what is loading while it runs); None for `none`."""
+    if settings.provider == "none":
+        return None
+    return AUTO_ORDER[0] if settings.provider == "auto" else settings.provider
+
+
 @dataclass(frozen=True, slots=True)
 class Selection:
     provider: EmbeddingProvider | None

@@ -19,9 +19,10 @@ from anyio.abc import TaskStatus
 
 from memoryd.config import AgentConfig
 from memoryd.embeddings.base import EmbeddingProvider
-from memoryd.embeddings.select import Selection
-from memoryd.errors import MemorydError
+from memoryd.embeddings.select import Selection, first_candidate
+from memoryd.errors import CorruptDatabaseError, MemorydError
 from memoryd.index.engine import IndexEngine
+from memoryd.index.integrity import Corruption
 from memoryd.index.saving import SaveReport, save
 from memoryd.index.scheduler import SyncJob, SyncScheduler
 from memoryd.index.state import SyncReport
@@ -62,6 +63,7 @@ class AgentIndex:
         self.engine = IndexEngine(agent)
         self.scheduler = SyncScheduler(agent, self.engine, ready=self._provider_resolved, after_sync=self._after_sync)
         self.watch_mode = "off"
+        self._rebuild_asked_for: Corruption | None = None
         self.watch_error: str | None = None
         self.qmd: FallbackSearcher | None = None
         if self.settings.backend == "qmd":
@@ -84,6 +86,8 @@ class AgentIndex:
                     # The builtin index keeps syncing beside QMD: that is what makes the fallback instant.
                     await tg.start(self.qmd.run)
                 await tg.start(self.scheduler.run)
+                if self.settings.store.quick_check:
+                    tg.start_soon(self._check_integrity)
                 if self._provider_factory is not None:
                     tg.start_soon(self._load_provider)
                 task_status.started()
@@ -99,15 +103,36 @@ class AgentIndex:
         """
         assert self._provider_factory is not None
         self.engine.state.provider_state = "loading"
+        self.engine.active.loading = first_candidate(self.settings)
         try:
             selection = await self._provider_factory(self.agent)
         except MemorydError as exc:
             selection = Selection(None, str(exc))
+        finally:
+            self.engine.active.loading = None
         self.engine.provider = selection.provider
         self.engine.provider_unavailable_reason = selection.reason
         self.engine.fallback_from = selection.fallback_from
         self.engine.state.provider_state = "ready" if selection.provider is not None else "unavailable"
         self._provider_resolved.set()
+
+    async def _check_integrity(self) -> None:
+        """quick_check in the background once the agent serves: seconds on a large index, so nothing waits
+        for it (see memoryd.index.integrity)."""
+        try:
+            await anyio.to_thread.run_sync(self.engine.integrity.run_quick_check, abandon_on_cancel=True)
+        except MemorydError as exc:
+            log.warning("integrity check could not run", agent=self.agent.id, error=str(exc))
+        finally:
+            self.engine.integrity.interrupt()  # cancelled (the agent stops): the abandoned thread ends at once
+        self._rebuild_if_damaged()
+
+    def _rebuild_if_damaged(self) -> None:
+        """Damage found anywhere (the check, a read, a sync) and no rebuild asked for yet: ask for one."""
+        damage = self.engine.integrity.corruption
+        if damage is not None and damage.pending and damage is not self._rebuild_asked_for:
+            self._rebuild_asked_for = damage
+            self.scheduler.post(SyncJob("corruption"))
 
     async def _after_sync(self) -> None:
         if self.engine.state.embedding_error:
@@ -208,22 +233,33 @@ class AgentIndex:
                 await scheduler.wait_fresh()
         else:
             scheduler.search_found()
-        resp = await self.engine.searcher.search(request)
+        try:
+            resp = await self.engine.searcher.search(request)
+        except CorruptDatabaseError:
+            self._rebuild_if_damaged()
+            raise CorruptDatabaseError(self.engine.integrity.message()) from None
+        self._rebuild_if_damaged()  # another reader may have met damage this one did not
         return dataclasses.replace(resp, freshness=scheduler.freshness(resp.freshness))
 
     async def get(self, path: str, *, from_line: int | None, lines: int | None) -> FileSlice:
         return await anyio.to_thread.run_sync(lambda: self.engine.read_file(path, from_line=from_line, lines=lines))
 
     async def status(self, *, deep: bool = False) -> dict[str, object]:
+        """Status; `deep` also probes: an embedding round trip and a query of each vector store of the
+        builtin index (which serves QMD's fallback too), and QMD's own doctor when QMD is the backend."""
         if self.qmd is None:
-            return await self._builtin_status()
-        st = await self.qmd.status()
+            st = await self._builtin_status()
+        else:
+            st = await self.qmd.status()
+            if deep:
+                st["qmdDoctor"] = await self.qmd.doctor()
         if deep:
-            st["qmdDoctor"] = await self.qmd.doctor()
+            st.update(await self.engine.searcher.probe())
         return st
 
     async def _builtin_status(self) -> dict[str, object]:
         st = await anyio.to_thread.run_sync(self.engine.status)
+        self._rebuild_if_damaged()
         scheduler = self.scheduler
         st["watch"] = {"mode": self.watch_mode, "error": self.watch_error}
         st["queueDepth"] = scheduler.queue_depth

@@ -114,17 +114,26 @@ class AgentDatabase:
         self.readers.close()
         self._store = self._connect_writer()
 
-    def swap(self, rebuild: Rebuild) -> None:
-        """Rename a finished rebuild over the live database while no connection holds the live one."""
+    def swap(self, rebuild: Rebuild, *, set_aside: str | None = None) -> Path | None:
+        """Rename a finished rebuild over the live database while no connection holds the live one.
+
+        `set_aside`: the live file is damaged — move it (and its -wal/-shm) aside under this suffix first,
+        instead of folding its WAL in; returns where it went.
+        """
+        moved: Path | None = None
         with self.readers.paused():
             if self._store is not None:
-                self._store.conn.close()
+                with contextlib.suppress(Exception):  # a damaged file may fail even to close cleanly
+                    self._store.conn.close()
                 self._store = None
             try:
+                if set_aside is not None:
+                    moved = move_aside(self.agent.db_path, set_aside)
                 rebuild.swap_in()
                 crash_point("reindex:after-swap")
             finally:
                 self._store = self._connect_writer()
+        return moved
 
     def close(self) -> None:
         self.readers.close()
@@ -137,6 +146,37 @@ class AgentDatabase:
         Reads through a pooled reader connection, never the writer's: a sync may be using that one
         in another thread at this very moment.
         """
+        try:
+            return self._report()
+        except CorruptDatabaseError as exc:
+            return self._damaged_report(exc)
+
+    def _damaged_report(self, exc: CorruptDatabaseError) -> dict[str, object]:
+        """Status of a database that cannot be read: what is known without reading it, and the error."""
+        settings = self.agent.settings
+        return {
+            "files": 0,
+            "chunks": 0,
+            "dbPath": str(self.agent.db_path),
+            "dbSizeBytes": self._size(),
+            "databaseError": str(exc),
+            "sourceCounts": [],
+            "cache": {
+                "enabled": settings.cache.enabled,
+                "entries": 0,
+                "maxEntries": settings.cache.max_entries or None,
+            },
+            "fts": {"enabled": True, "available": False, "error": str(exc), "tokenizer": settings.store.fts.tokenizer},
+            "vector": {
+                "enabled": settings.store.vector.enabled,
+                "available": False,
+                "loadError": str(exc),
+                "dims": None,
+            },
+            "meta": None,
+        }
+
+    def _report(self) -> dict[str, object]:
         settings = self.agent.settings
         with self.readers.reader() as (conn, reader_vec):
             store = IndexStore(conn, reader_vec)

@@ -30,6 +30,7 @@ from memoryd.index import plan
 from memoryd.index.database import AgentDatabase
 from memoryd.index.drift import drifted_paths
 from memoryd.index.indexer import Indexer
+from memoryd.index.integrity import Integrity, set_aside_suffix
 from memoryd.index.roots import unreadable_now
 from memoryd.index.state import IndexState, Progress, ProgressFn, RecoveryStats, SyncReport
 from memoryd.index.status import assemble
@@ -77,6 +78,7 @@ class IndexEngine:
         self.batch = BatchEmbedder(self.settings.remote.batch) if self.settings.remote.batch.enabled else None
         self.state = IndexState()
         self.database = AgentDatabase(agent, hold_writer_lock=hold_writer_lock)
+        self.integrity = Integrity(agent, self.database.readers, self.state)
         self.indexer = Indexer(agent, self.database, self.active, self.state, self.batch)
         self.searcher = Searcher(
             self.settings,
@@ -132,7 +134,9 @@ class IndexEngine:
         moved = self.database.open()
         if moved is not None:
             self.state.corrupt_moved_to = moved
-            self.state.dirty = True
+            self.integrity.note(
+                "opening it", f"it could not be opened as a database (moved to {moved})", moved_to=moved
+            )
         store = self.database.store
         meta = store.read_meta()
         self.state.dirty = meta is None
@@ -193,14 +197,20 @@ class IndexEngine:
             full = False
             try:
                 try:
-                    full, counts = await self.indexer.run(reason, force, session_files, progress, memory_files)
+                    await anyio.to_thread.run_sync(self.integrity.check_header)
+                    if self.integrity.pending:
+                        full, counts = True, await self._rebuild_damaged(progress)
+                    else:
+                        full, counts = await self.indexer.run(reason, force, session_files, progress, memory_files)
                 except ReadonlyDatabaseError as exc:
                     full, counts = await self._readonly_recovery(
                         exc, reason, force, session_files, progress, memory_files=memory_files
                     )
                 except CorruptDatabaseError as exc:
-                    await anyio.to_thread.run_sync(self._recover_corrupt, exc)
-                    full, counts = await self.indexer.run(reason, True, (), progress)
+                    self.integrity.note("a sync", str(exc))
+                    full, counts = True, await self._rebuild_damaged(progress)
+                if full:
+                    self.integrity.rebuilt(None)  # a damaged file moved aside at open is rebuilt by any full sync
             except MemorydError as exc:
                 degraded = self.state.degraded_report()
                 report = SyncReport(
@@ -237,6 +247,20 @@ class IndexEngine:
                 ms=report.duration_ms,
             )
             return report
+
+    async def _rebuild_damaged(self, progress: ProgressFn | None) -> SyncCounts:
+        """Rebuild a damaged index beside it (searches read what is left meanwhile), then move it aside.
+        If even that fails on the damage, move it aside first and rebuild into a fresh file."""
+        try:
+            counts, moved = await self.indexer.rebuild_damaged(progress, set_aside_suffix())
+        except CorruptDatabaseError as exc:
+            await anyio.to_thread.run_sync(self._recover_corrupt, exc)
+            _full, counts = await self.indexer.run("corruption", True, (), progress)
+        else:
+            if moved is not None:
+                self.state.corrupt_moved_to = str(moved)
+        self.integrity.rebuilt(self.state.corrupt_moved_to)
+        return counts
 
     def _recover_corrupt(self, exc: Exception) -> None:
         """Move a damaged database aside (never delete it) and start a fresh one; the next sync rebuilds."""
@@ -347,8 +371,14 @@ class IndexEngine:
             {"batch": batch},
             self.searcher.report(),
             self.state.report(),
-            {"degraded": [u.to_dict() for u in unreadable_now(self.agent, self.state.degraded)]},
+            self.integrity.report(),
+            {"degraded": self._degraded_now()},
         )
+
+    def _degraded_now(self) -> list[dict[str, str]]:
+        places = [u.to_dict() for u in unreadable_now(self.agent, self.state.degraded)]
+        damaged = self.state.damaged_index
+        return [*places, damaged] if damaged is not None else places
 
 
 def _elapsed_ms(started: float) -> int:

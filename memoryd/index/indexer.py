@@ -21,7 +21,7 @@ from memoryd.embeddings.active import ActiveProvider
 from memoryd.embeddings.base import Vectors, media_embedder
 from memoryd.embeddings.batch import BatchEmbedder
 from memoryd.embeddings.limits import input_limit_bytes
-from memoryd.errors import EmbeddingError
+from memoryd.errors import CorruptDatabaseError, EmbeddingError
 from memoryd.faults import crash_point
 from memoryd.index import plan
 from memoryd.index.database import AgentDatabase
@@ -96,7 +96,7 @@ class Indexer:
         targeted, reasons = await anyio.to_thread.run_sync(decide)
         if reasons:
             log.info("full reindex", agent=self.agent.id, reason=reason, why=reasons)
-            counts = await self._full_reindex(progress)
+            counts, _moved = await self._full_reindex(progress)
             self._state.skipped = dict(counts.skipped)
             return True, counts
         if targeted:
@@ -243,7 +243,16 @@ class Indexer:
             out[i] = media_skipped(out[i], "rejected") if why == "rejected" else Prepared(out[i].file, Outcome.VANISHED)
         return out, vectors
 
-    async def _full_reindex(self, progress: ProgressFn | None) -> SyncCounts:
+    async def rebuild_damaged(self, progress: ProgressFn | None, set_aside: str) -> tuple[SyncCounts, Path | None]:
+        """Rebuild from the sources while searches read what is left of the damaged file; at the swap the
+        damaged file is moved aside under `set_aside` (never deleted). Returns the counts and where it went."""
+        counts, moved = await self._full_reindex(progress, set_aside=set_aside)
+        self._state.skipped = dict(counts.skipped)
+        return counts, moved
+
+    async def _full_reindex(
+        self, progress: ProgressFn | None, *, set_aside: str | None = None
+    ) -> tuple[SyncCounts, Path | None]:
         """Spec §3.10: build everything into a temporary database, then swap it in atomically."""
         rebuild = Rebuild(self.agent.db_path, self.settings)
         try:
@@ -254,19 +263,24 @@ class Indexer:
             counts = await self._index(tmp_store, files, prune=(), full=True, progress=progress)
             counts.transient = counts.transient or self._listing_was_short_of_resources()
             live = self._database.store
-            await anyio.to_thread.run_sync(refuse_to_lose_rows, live, counts.unreadable, unlisted)
+            try:
+                await anyio.to_thread.run_sync(refuse_to_lose_rows, live, counts.unreadable, unlisted)
+            except CorruptDatabaseError:
+                if set_aside is None:
+                    raise
+                # The damaged file's rows cannot be read to be kept: it is moved aside whole, not lost.
             dims = await anyio.to_thread.run_sync(_vector_dims, tmp_store)
             meta = plan.desired_meta(self.agent, self._active.fingerprint, dims)
             await anyio.to_thread.run_sync(rebuild.finish, meta)
             crash_point("reindex:before-swap")
-            await anyio.to_thread.run_sync(self._database.swap, rebuild)
+            moved = await anyio.to_thread.run_sync(functools.partial(self._database.swap, rebuild, set_aside=set_aside))
         except BaseException:
             with anyio.CancelScope(shield=True):
                 await anyio.to_thread.run_sync(rebuild.abort)
             raise
         self._state.dirty = False
         self._state.dirty_sessions.clear()
-        return counts
+        return counts, moved
 
 
 def _vector_dims(store: IndexStore) -> int | None:

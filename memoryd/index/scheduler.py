@@ -28,8 +28,8 @@ from memoryd.config import AgentConfig
 from memoryd.errors import DaemonError, MemorydError, describe, first_error
 from memoryd.index.engine import IndexEngine
 from memoryd.index.sessions import SessionDeltaTracker, TranscriptFeed
+from memoryd.index.shortage import RESOURCE_RETRY_MAX_S, RESOURCE_RETRY_START_S, short_of_resources
 from memoryd.index.state import SyncReport
-from memoryd.index.sync import TRANSIENT_ERRNOS
 from memoryd.sources.discovery import list_all_session_files
 from memoryd.sources.session_roots import SessionRoot, transcript_index_path
 
@@ -38,11 +38,6 @@ log = structlog.get_logger(__name__)
 MAILBOX_SIZE = 1024
 EMBEDDING_RETRY_MAX_S = 900.0
 """The longest wait between two retries of files left without vectors (the delay doubles up to this)."""
-RESOURCE_RETRY_START_S = 1.0
-RESOURCE_RETRY_MAX_S = 60.0
-"""A sync that could not read a file (or open the database) for want of descriptors or memory is
-retried after 1 s, doubling up to this, until one completes without such a failure: a note written
-while the daemon was out of descriptors is indexed once they are free, with no further change."""
 
 
 MAX_CONVERSATIONS = 10_000
@@ -307,7 +302,7 @@ class SyncScheduler:
         self._synced.set()
         self._synced = anyio.Event()
         await self._after_sync()
-        if _short_of_resources(report):
+        if short_of_resources(report):
             self._short_of_resources.set()
         else:
             self._resource_delay_s = RESOURCE_RETRY_START_S
@@ -391,20 +386,6 @@ class SyncScheduler:
         while True:
             await anyio.sleep(self.settings.sync.interval_minutes * 60)
             self.post(SyncJob("interval"))
-
-
-def _short_of_resources(report: SyncReport | BaseException) -> bool:
-    """Whether a sync failed (or left a file unread) because the process lacked descriptors or memory."""
-    if isinstance(report, SyncReport):
-        return report.counts.transient
-    seen: BaseException | None = report
-    while seen is not None:
-        if isinstance(seen, OSError) and seen.errno in TRANSIENT_ERRNOS:
-            return True
-        if "too many open files" in str(seen).lower() or "unable to open database file" in str(seen).lower():
-            return True
-        seen = seen.__cause__ or seen.__context__
-    return False
 
 
 def _index_path(roots: tuple[SessionRoot, ...], transcript: Path) -> str:

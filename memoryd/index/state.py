@@ -79,8 +79,11 @@ class IndexState:
     degraded: list[Unreadable] = field(default_factory=list)  # places the last listing could not read
     skipped: dict[str, tuple[str, str]] = field(default_factory=dict)  # refused files: path -> (reason, message)
 
+    damaged_index: dict[str, str] | None = None  # the index itself while it is rebuilt after damage
+
     def degraded_report(self) -> list[dict[str, str]]:
-        return [u.to_dict() for u in self.degraded]
+        places = [u.to_dict() for u in self.degraded]
+        return [*places, self.damaged_index] if self.damaged_index is not None else places
 
     def freshness(self) -> dict[str, object]:
         """The `freshness` block of every search answer."""

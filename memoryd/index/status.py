@@ -42,6 +42,8 @@ ORDER: dict[str, tuple[str, ...]] = {
     "providerUnavailableReason": (),
     "readonlyRecovery": (),
     "corruptDatabaseMovedTo": (),
+    "corruption": (),
+    "integrityCheck": (),
     "skippedFiles": (),
     "malformedTranscriptLines": (),
     "transcriptFormats": (),

@@ -20,24 +20,25 @@ from pathlib import Path
 
 import anyio
 import anyio.to_thread
-import apsw
 import structlog
 from anyio.abc import TaskStatus
 
 from memoryd.config import AgentConfig
 from memoryd.isotime import iso
 from memoryd.qmd.collections import CollectionManager, ManagedCollection, plan_collections
-from memoryd.qmd.errors import QmdCommandError, QmdError, QmdOutputError
+from memoryd.qmd.errors import QmdCommandError, QmdError
 from memoryd.qmd.exporter import ExportedSession, SessionExporter
+from memoryd.qmd.folders import prepare_dirs
+from memoryd.qmd.index_reads import document_counts, lookup, source_counts
 from memoryd.qmd.parse import (
     QmdHit,
     is_missing_collection,
     is_unsupported_option,
-    parse_search_output,
     parse_vector_count,
     parse_version,
     summarise,
 )
+from memoryd.qmd.query import group_targets, query_groups
 from memoryd.qmd.results import ResultLimits, ResultMapper
 from memoryd.qmd.runner import QmdRunner, qmd_environment, split_command
 from memoryd.qmd.settings import QmdSettings, SearchMode
@@ -53,12 +54,6 @@ SEARCH_WAITS_FOR_UPDATE_S = 0.5
 MODE_NAMES: dict[SearchMode, str] = {"search": "keyword", "vsearch": "vector", "query": "hybrid"}
 _MULTI_COLLECTION_HELP = re.compile(r"one or more collections|collection\(s\)|multiple -c flags", re.IGNORECASE)
 _RECENT_ERRORS = 10
-
-
-def _user_models_dir(env: Mapping[str, str]) -> Path:
-    cache = env.get("XDG_CACHE_HOME", "").strip()
-    base = Path(cache) if cache and Path(cache).is_absolute() else Path(env.get("HOME") or Path.home()) / ".cache"
-    return base / "qmd" / "models"
 
 
 class QmdBackend:
@@ -99,7 +94,12 @@ class QmdBackend:
         self.collections = plan_collections(
             agent.id, agent.workspace, settings, extra_paths=agent.extra_paths, sessions_export_dir=export_dir
         )
-        self.mapper = ResultMapper(agent.workspace, self.collections, exports=self._exports, lookup=self._lookup)
+        self.mapper = ResultMapper(
+            agent.workspace,
+            self.collections,
+            exports=self._exports,
+            lookup=lambda docid: lookup(self.index_path, docid),
+        )
         self.version: str | None = None
         self.multi_collection = False
         self.vectors: int | None = None
@@ -136,16 +136,6 @@ class QmdBackend:
 
     # ------------------------------------------------------------------ lifecycle
 
-    def _prepare_dirs(self) -> None:
-        for folder in (self.xdg_config / "qmd", self.xdg_cache / "qmd"):
-            folder.mkdir(parents=True, exist_ok=True)
-        shared, mine = _user_models_dir(self.base_env), self.xdg_cache / "qmd" / "models"
-        if shared.is_dir() and not mine.exists() and not mine.is_symlink():
-            try:
-                mine.symlink_to(shared, target_is_directory=True)
-            except OSError as exc:
-                log.warning("cannot link the shared QMD models", path=str(shared), error=exc.strerror)
-
     async def open(self) -> None:
         """Check QMD runs, prepare the agent's folders and collections, export transcripts; raise QmdError."""
         try:
@@ -160,7 +150,7 @@ class QmdBackend:
             return self._runner
         command = split_command(self.settings.command)
         try:
-            await anyio.to_thread.run_sync(self._prepare_dirs)
+            await anyio.to_thread.run_sync(prepare_dirs, self.xdg_config, self.xdg_cache, self.base_env)
         except OSError as exc:
             raise QmdError(f"cannot create the QMD folders under {self.qmd_dir}: {exc.strerror}") from None
         env = qmd_environment(self.base_env, command=command, xdg_config=self.xdg_config, xdg_cache=self.xdg_cache)
@@ -312,6 +302,12 @@ class QmdBackend:
         with anyio.move_on_after(max(SEARCH_WAITS_FOR_UPDATE_S, (wait_fresh_ms or 0) / 1000)):
             await run.done.wait()
 
+    async def _query_groups(
+        self, mode: SearchMode, q: str, limit: int, targets: Sequence[ManagedCollection]
+    ) -> list[QmdHit]:
+        groups = group_targets(targets, multi_collection=self.multi_collection)
+        return await query_groups(self.runner, mode, q, limit, groups, timeout_s=self.settings.limits.timeout_ms / 1000)
+
     async def _query(self, q: str, limit: int, targets: Sequence[ManagedCollection]) -> tuple[list[QmdHit], SearchMode]:
         mode: SearchMode = self.settings.search_mode
         try:
@@ -330,78 +326,7 @@ class QmdBackend:
         names = {t.name for t in targets}
         return [c for c in self.collections if c.name in names and c.name not in self.manager.problems]
 
-    def _groups(self, targets: Sequence[ManagedCollection]) -> list[list[ManagedCollection]]:
-        if len(targets) <= 1 or not self.multi_collection:
-            return [[t] for t in targets]
-        by_source: dict[str, list[ManagedCollection]] = {}
-        for t in targets:
-            by_source.setdefault(t.source, []).append(t)
-        return list(by_source.values())
-
-    async def _query_groups(
-        self, mode: SearchMode, q: str, limit: int, targets: Sequence[ManagedCollection]
-    ) -> list[QmdHit]:
-        """One `qmd` process per group (a source, or a collection on older QMD), all at once."""
-        groups = self._groups(targets)
-        found: list[list[QmdHit]] = [[] for _ in groups]
-        errors: list[QmdError] = []
-        timeout_s = self.settings.limits.timeout_ms / 1000
-
-        async def one(i: int, group: list[ManagedCollection]) -> None:
-            filters = [arg for c in group for arg in ("-c", c.name)]
-            try:
-                args = [mode, "--json", "-n", str(limit), *filters, "--", q]  # "--": a query may start with "-"
-                out = await self.runner.run(args, timeout_s=timeout_s)
-                if out.truncated:
-                    raise QmdOutputError(f"qmd {mode} printed more than {self.runner.max_output_bytes} bytes")
-                found[i] = parse_search_output(out.stdout, out.stderr, collection=group[0].name, command=mode)
-            except QmdError as exc:
-                errors.append(exc)
-
-        async with anyio.create_task_group() as tg:
-            for i, group in enumerate(groups):
-                tg.start_soon(one, i, group)
-        if errors:
-            raise errors[0]
-        return [hit for hits in found for hit in hits]
-
-    def _lookup(self, docid: str) -> list[tuple[str, str]]:
-        """Where QMD's index says a document lives (for hits that name no file); blocking, read-only."""
-        if not self.index_path.exists():
-            return []
-        try:
-            conn = apsw.Connection(str(self.index_path), flags=apsw.SQLITE_OPEN_READONLY)
-        except apsw.Error:
-            return []
-        try:
-            conn.setbusytimeout(1000)
-            rows = conn.execute(
-                "SELECT collection, path FROM documents WHERE hash LIKE ? AND active = 1", (f"{docid}%",)
-            ).fetchall()
-        except apsw.Error:
-            return []
-        finally:
-            conn.close()
-        return [(str(c), str(p)) for c, p in rows]
-
     # ------------------------------------------------------------------ status
-
-    def _document_counts(self) -> dict[str, int]:
-        if not self.index_path.exists():
-            return {}
-        try:
-            conn = apsw.Connection(str(self.index_path), flags=apsw.SQLITE_OPEN_READONLY)
-        except apsw.Error:
-            return {}
-        try:
-            conn.setbusytimeout(1000)
-            rows = conn.execute("SELECT collection, COUNT(*) FROM documents WHERE active = 1 GROUP BY collection")
-            return {str(name): int(count) for name, count in rows}
-        except apsw.Error as exc:
-            self._note(f"reading QMD's index failed: {exc}")
-            return {}
-        finally:
-            conn.close()
 
     def describe(self, counts: Mapping[str, int] | None = None) -> dict[str, object]:
         """QMD facts for status and doctor: version, collections, updates, embeddings, recent errors."""
@@ -435,11 +360,9 @@ class QmdBackend:
 
     async def status(self) -> dict[str, object]:
         """The builtin status fields (spec §4.2) as QMD can fill them, plus the `qmd` details."""
-        counts = await anyio.to_thread.run_sync(self._document_counts)
-        by_source: dict[str, int] = {}
-        for c in self.collections:
-            by_source[c.source] = by_source.get(c.source, 0) + counts.get(c.name, 0)
-        total = sum(by_source.values())
+        counts, error = await anyio.to_thread.run_sync(document_counts, self.index_path)
+        if error is not None:
+            self._note(error)
         uses_vectors = self.settings.search_mode != "search"
         return {
             "agent": self.agent.id,
@@ -447,13 +370,10 @@ class QmdBackend:
             "provider": "qmd",
             "model": "qmd",
             "requestedProvider": "qmd",
-            "files": total,
-            "chunks": total,
+            **source_counts(self.collections, counts),
             "dirty": self._updater.dirty if self._updater is not None else True,
             "workspaceDir": str(self.agent.workspace),
             "dbPath": str(self.index_path),
-            "sources": sorted(by_source),
-            "sourceCounts": [{"source": s, "files": n, "chunks": n} for s, n in sorted(by_source.items())],
             "searchMode": MODE_NAMES[self.settings.search_mode],
             "vector": {
                 "enabled": uses_vectors,

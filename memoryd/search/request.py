@@ -44,7 +44,7 @@ class SearchResponse:
     results: list[SearchResult]
     mode: str
     provider: str
-    model: str
+    model: str | None
     fallback: dict[str, str] | None
     freshness: dict[str, object]
     vector_backend: VectorBackend | None = None  # which vector search ran: sqlite-vec KNN or exact

@@ -21,6 +21,7 @@ from memoryd.config import MemorySearchSettings
 from memoryd.embeddings.active import ActiveProvider
 from memoryd.embeddings.base import Vectors
 from memoryd.errors import EmbeddingError, MemorydError
+from memoryd.search import probe
 from memoryd.search.features import RankingFeatures
 from memoryd.search.fuse import Candidate
 from memoryd.search.keyword import and_terms, search_keyword, total_chunks
@@ -109,7 +110,7 @@ class Searcher:
         limit = request.max_results if request.max_results is not None else query_settings.max_results
         floor = request.min_score if request.min_score is not None else query_settings.min_score
         sources = [s for s in corpus_sources(request.corpus) if s in self.settings.sources]
-        fp = self._active.fingerprint
+        provider, model = self._active.label()
         run, fallback = self._mode(request.mode)
         results: list[SearchResult] = []
         backend: VectorBackend | None = None
@@ -130,8 +131,8 @@ class Searcher:
         return SearchResponse(
             results=results,
             mode=run,
-            provider=fp.provider,
-            model=fp.model,
+            provider=provider,
+            model=model,
             fallback=fallback,
             freshness=self._freshness(),
             vector_backend=backend,
@@ -144,7 +145,7 @@ class Searcher:
         if reason is None:
             return ("hybrid" if wanted == "auto" else wanted), None
         if wanted in ("auto", "keyword"):
-            if self._active.provider is None and not self._active.unavailable_reason:
+            if self._active.provider is None and not self._active.unavailable_reason and self._active.loading is None:
                 return "keyword", None
             return "keyword", {"from": self._active.requested, "reason": reason}
         return "keyword", {"from": wanted, "reason": reason}
@@ -344,6 +345,14 @@ class Searcher:
                 vec_available=vec.available,
                 total_chunks=total_chunks(conn),
             )
+
+    async def probe(self) -> dict[str, object]:
+        """`status --deep`: one query embedding and one query of each vector store, timed (memoryd.search.probe)."""
+        provider = self._active.provider
+        embedding, vector = await probe.probe_embedding(provider.embed_query if provider is not None else None)
+        model = self._active.fingerprint.model
+        stores = await anyio.to_thread.run_sync(probe.probe_store, self._readers, self._vector_cache, model, vector)
+        return {"probe": {"embedding": embedding, **stores}}
 
     def report(self) -> dict[str, object]:
         """The searcher's part of status: the rerank stage, and why it could not be built if it could not."""

@@ -109,6 +109,7 @@ class Outbox:
         self._items: deque[_Queued] = deque()
         self._ready = anyio.Event()
         self._closed = False
+        self.dropped = False  # the client was dropped for not reading
 
     def __len__(self) -> int:
         return len(self._items)
@@ -125,6 +126,12 @@ class Outbox:
     def close(self) -> None:
         self._closed = True
         self._ready.set()
+
+    def clear(self) -> None:
+        """Forget every queued reply (the connection is gone)."""
+        self._items.clear()
+        self.queued_bytes = 0
+        self.close()
 
     async def get(self) -> tuple[bytes, JSONRPCMessage] | None:
         """The next reply to write (it stays counted until `sent`), or None once closed and empty."""

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import anyio
+import anyio.to_thread
 import structlog
 from anyio import CancelScope
 from anyio.abc import ByteReceiveStream, ByteSendStream
@@ -27,6 +28,7 @@ from mcp_types import (
     JSONRPCResponse,
 )
 
+from memoryd import heap
 from memoryd.server.backpressure import DEFAULT_MAX_QUEUED_BYTES, MAX_RUNNING, Outbox, RequestTally
 from memoryd.server.framing import LineReader, Rejection, encode_message, error_response, next_message
 from memoryd.server.mcp import BIND_METHOD, AgentBinding, McpServer, build_server, method_schemas
@@ -137,6 +139,11 @@ async def _run_session(
         tg.start_soon(_write_out, outbox, send, tally, tg.cancel_scope)
         tg.start_soon(_pump_in, lines, pending, to_server, to_client.clone(), tally)
         await server.run(from_client, to_client, server.create_initialization_options())
+    if outbox.dropped:
+        # Its unread replies were tens of MB: hand the freed pages back instead of keeping them in the heap.
+        outbox.clear()
+        with anyio.CancelScope(shield=True):
+            await anyio.to_thread.run_sync(heap.release_free_memory)
 
 
 async def _pump_in(
@@ -183,6 +190,7 @@ async def _collect_out(
         async for item in from_server:
             tally.produced(item.message)
             if not outbox.put(encode_message(item.message), item.message):
+                outbox.dropped = True
                 log.warning(
                     "client_not_reading_dropped",
                     queued_bytes=outbox.queued_bytes,

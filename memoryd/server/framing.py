@@ -21,8 +21,9 @@ from mcp_types import (
 )
 from pydantic import ValidationError
 
-DEFAULT_MAX_LINE_BYTES = 1024 * 1024
-"""Largest request line the daemon accepts (1 MiB); requests are small, a bigger line is a mistake."""
+DEFAULT_MAX_LINE_BYTES = 4 * 1024 * 1024
+"""Largest request line accepted by default (4 MiB, `daemon.max_line_bytes`' default): requests are
+small, a bigger line is a mistake. The standalone server and the daemon use the same configured value."""
 
 CLIENT_MAX_LINE_BYTES = 64 * 1024 * 1024
 """Largest response line a memoryd client accepts (64 MiB): memory_get may return whole files."""

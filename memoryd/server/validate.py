@@ -82,6 +82,10 @@ def _check_object(where: str, schema: Mapping[str, Any], value: dict[str, Any], 
     return checked
 
 
+PATTERN_WORDS = {"\\S": "must not be blank (it holds only whitespace)"}
+"""The schemas' patterns said in words a model (or a person) can act on; others are quoted as they are."""
+
+
 def _check_value(where: str, schema: Mapping[str, Any], value: Any) -> Any:
     types = schema.get("type")
     if types is not None:
@@ -107,7 +111,8 @@ def _check_value(where: str, schema: Mapping[str, Any], value: Any) -> Any:
         if "maxLength" in schema and len(value) > schema["maxLength"]:
             raise InvalidArgumentsError(where, f"must be at most {schema['maxLength']} characters")
         if "pattern" in schema and re.search(schema["pattern"], value) is None:
-            raise InvalidArgumentsError(where, f"must match {schema['pattern']!r}")
+            words = PATTERN_WORDS.get(schema["pattern"], f"must match {schema['pattern']!r}")
+            raise InvalidArgumentsError(where, words)
     if isinstance(value, dict) and "properties" in schema:
         value = _check_object(where, schema, value, top_level=False)
     return value

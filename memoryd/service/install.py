@@ -1,52 +1,42 @@
 """Install memoryd as a per-user service: a systemd user unit on Linux, a LaunchAgent on macOS.
 
-The files are rendered from the checked-in templates (`systemd/`, `launchd/` beside the package)
-with the absolute path of this environment's `memoryd` entry point, since a venv's memoryd is not
-on the service manager's PATH. Each rendered file carries a hash of its own content, so a file the
-user edited is never overwritten or removed without `force`. The service-manager commands go
-through an injectable `run`, so tests record them instead of running them.
+The files are rendered (`memoryd.service.render`) with the absolute path of this environment's
+`memoryd` entry point, since a venv's memoryd is not on the service manager's PATH, and placed by
+`memoryd.service.files`, which never replaces or removes a file the user edited without `force`.
+The service-manager commands go through an injectable `run`, so tests record them instead of running them.
 """
 
 from __future__ import annotations
 
-import hashlib
 import os
-import re
 import shutil
 import subprocess
 import sys
-import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, Protocol
-from xml.sax.saxutils import escape
 
-import memoryd
-from memoryd.errors import DaemonError
+from memoryd.service.files import FileChange, check_removable, make_private_dir, place_all, remove
+from memoryd.service.render import (
+    ServiceInstallError,
+    read_template,
+    render_launchd_plist,
+    render_systemd_socket,
+    render_systemd_unit,
+)
 
 SERVICE_UNIT = "memoryd.service"
 SOCKET_UNIT = "memoryd.socket"
 LAUNCHD_LABEL = "com.memoryd.agent"
 PLIST_NAME = f"{LAUNCHD_LABEL}.plist"
-FILE_MODE = 0o644
-LOG_DIR_MODE = 0o700
 
-_MANAGED = "@MANAGED@"
-_MARKER = re.compile(r"memoryd-managed sha256=([0-9a-f]{64})")
-_PLACEHOLDER = re.compile(r"@[A-Z_]+@")
-_SYSTEMD_UNSAFE = "\"'\\"
 _SYSTEMCTL = ("systemctl", "--user")
 _SYSTEMCTL_PROBE = (*_SYSTEMCTL, "show", "--property=Version", "--value")
 _NOT_RUNNABLE = 127  # the shell's status for a command that is not found
 _WANTS = {SERVICE_UNIT: "default.target.wants", SOCKET_UNIT: "sockets.target.wants"}
 
 Platform = Literal["linux", "darwin"]
-Action = Literal["created", "updated", "unchanged", "removed", "absent"]
-
-
-class ServiceInstallError(DaemonError):
-    """The service could not be installed or removed as asked; nothing was changed."""
 
 
 class Runner(Protocol):
@@ -55,12 +45,6 @@ class Runner(Protocol):
     def __call__(
         self, args: Sequence[str], *, check: bool, capture_output: bool, text: Literal[True]
     ) -> subprocess.CompletedProcess[str]: ...
-
-
-@dataclass(frozen=True, slots=True)
-class FileChange:
-    path: Path
-    action: Action
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,90 +71,6 @@ class InstallResult:
     @property
     def ok(self) -> bool:
         return all(command.ok for command in self.commands)
-
-
-# --- rendering (pure) -------------------------------------------------------------------------------
-
-
-def template_dir() -> Path:
-    """The repository root beside the package: the templates ship with the code that fills them."""
-    return Path(memoryd.__file__).resolve().parent.parent
-
-
-def read_template(relative: str) -> str:
-    path = template_dir() / relative
-    try:
-        return path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ServiceInstallError(
-            f"cannot read the template {path}: {exc.strerror or exc} (install memoryd from its source tree)"
-        ) from exc
-
-
-def systemd_exec_word(path: Path) -> str:
-    """`path` as the program word of an ExecStart= line: `%` escaped, quoted when it holds spaces.
-
-    systemd takes the program path literally (no `$` expansion) but refuses one holding quotes or
-    backslashes outright, so such a path is refused here, before anything is written.
-    """
-    text = str(path)
-    _check_path_text(text)
-    if any(char in text for char in _SYSTEMD_UNSAFE):
-        raise ServiceInstallError(f"systemd cannot start a program whose path holds quotes or backslashes: {text}")
-    escaped = text.replace("%", "%%")
-    return f'"{escaped}"' if " " in escaped else escaped
-
-
-def render_systemd_unit(template: str, executable: Path) -> str:
-    return stamp(_fill(template, {"@MEMORYD@": systemd_exec_word(executable)}))
-
-
-def render_systemd_socket(template: str) -> str:
-    return stamp(_fill(template, {}))
-
-
-def render_launchd_plist(template: str, executable: Path, log_dir: Path) -> str:
-    for path in (executable, log_dir):
-        _check_path_text(str(path))
-    return stamp(_fill(template, {"@MEMORYD@": escape(str(executable)), "@LOG_DIR@": escape(str(log_dir))}))
-
-
-def stamp(text: str) -> str:
-    """Replace the one `@MANAGED@` token with a hash of the text as it stands with the token."""
-    if text.count(_MANAGED) != 1:
-        raise ServiceInstallError(f"a template must hold {_MANAGED} exactly once")
-    return text.replace(_MANAGED, f"memoryd-managed sha256={_digest(text)}")
-
-
-def is_unedited(text: str) -> bool:
-    """True when `text` is a file this installer rendered and nobody has changed since."""
-    markers = list(_MARKER.finditer(text))
-    if len(markers) != 1:
-        return False
-    marker = markers[0]
-    return _digest(text[: marker.start()] + _MANAGED + text[marker.end() :]) == marker.group(1)
-
-
-def _digest(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
-
-
-def _fill(template: str, values: Mapping[str, str]) -> str:
-    """Fill every placeholder but `@MANAGED@`; a placeholder nothing fills means a broken template."""
-    unfilled = sorted(set(_PLACEHOLDER.findall(template)) - {_MANAGED} - set(values))
-    if unfilled:
-        raise ServiceInstallError(f"the template has placeholders nothing fills: {', '.join(unfilled)}")
-    return _PLACEHOLDER.sub(lambda match: values.get(match.group(0), match.group(0)), template)
-
-
-def _check_path_text(text: str) -> None:
-    """Refuse what neither a unit file nor XML can hold: control characters, undecodable bytes."""
-    if not all(_holdable(ord(char)) for char in text):
-        raise ServiceInstallError(f"refusing a path that a service file cannot hold: {text!r}")
-
-
-def _holdable(code: int) -> bool:
-    return code >= 32 and code != 127 and not 0xD800 <= code <= 0xDFFF and code not in (0xFFFE, 0xFFFF)
 
 
 # --- locations --------------------------------------------------------------------------------------
@@ -265,7 +165,7 @@ def _install_systemd(
     wanted = {unit_dir / SERVICE_UNIT: render_systemd_unit(read_template("systemd/memoryd.service"), executable)}
     if socket_activation:
         wanted[unit_dir / SOCKET_UNIT] = render_systemd_socket(read_template("systemd/memoryd.socket"))
-    files = _place_all(wanted, force=force)
+    files = place_all(wanted, force=force)
     units = (SOCKET_UNIT, SERVICE_UNIT) if socket_activation else (SERVICE_UNIT,)
     plan: list[tuple[str, ...]] = [(*_SYSTEMCTL, "daemon-reload"), (*_SYSTEMCTL, "enable", "--now", *units)]
     if any(change.action == "updated" for change in files):
@@ -284,20 +184,20 @@ def _uninstall_systemd(home: Path, *, force: bool, run: Runner) -> InstallResult
     unit_dir = systemd_user_dir(home)
     present = [name for name in (SOCKET_UNIT, SERVICE_UNIT) if (unit_dir / name).exists()]
     for name in present:
-        _check_removable(unit_dir / name, force=force)
+        check_removable(unit_dir / name, force=force)
     if not present:
         absent = tuple(FileChange(unit_dir / name, "absent") for name in (SERVICE_UNIT,))
         return InstallResult("linux", absent, (), (), ("memoryd was not installed as a systemd user service",))
     reason = _systemctl_unavailable(run)
     if reason is not None:
         links = tuple(_remove_wants_link(unit_dir, name) for name in present)
-        files = tuple(_remove(unit_dir / name) for name in present)
+        files = tuple(remove(unit_dir / name) for name in present)
         note = f"systemctl --user is unavailable ({reason}); removed the files, a running memoryd is not stopped"
         return InstallResult("linux", files + tuple(link for link in links if link is not None), (), (), (note,))
     commands, pending, notes = _run_plan(run, [(*_SYSTEMCTL, "disable", "--now", *present)])
     if not all(command.ok for command in commands):
         return InstallResult("linux", (), commands, pending, (*notes, "nothing was removed"))
-    files = tuple(_remove(unit_dir / name) for name in present)
+    files = tuple(remove(unit_dir / name) for name in present)
     more, pending, more_notes = _run_plan(run, [(*_SYSTEMCTL, "daemon-reload")])
     return InstallResult("linux", files, commands + more, pending, notes + more_notes)
 
@@ -306,8 +206,8 @@ def _install_launchd(home: Path, executable: Path, *, enable: bool, force: bool,
     plist = launch_agents_dir(home) / PLIST_NAME
     log_dir = launchd_log_dir(home)
     rendered = render_launchd_plist(read_template(f"launchd/{PLIST_NAME}"), executable, log_dir)
-    files = _place_all({plist: rendered}, force=force)
-    _make_private_dir(log_dir)
+    files = place_all({plist: rendered}, force=force)
+    make_private_dir(log_dir)
     domain, target = _launchd_domain()
     bootstrap = ("launchctl", "bootstrap", domain, str(plist))
     if not enable:
@@ -326,7 +226,7 @@ def _uninstall_launchd(home: Path, *, force: bool, run: Runner) -> InstallResult
     plist = launch_agents_dir(home) / PLIST_NAME
     if not plist.exists():
         return InstallResult("darwin", (FileChange(plist, "absent"),), (), (), ("memoryd was not installed",))
-    _check_removable(plist, force=force)
+    check_removable(plist, force=force)
     _domain, target = _launchd_domain()
     commands: tuple[CommandRun, ...] = ()
     notes: tuple[str, ...] = (f"logs are kept in {launchd_log_dir(home)}",)
@@ -334,7 +234,7 @@ def _uninstall_launchd(home: Path, *, force: bool, run: Runner) -> InstallResult
         commands, pending, more = _run_plan(run, [("launchctl", "bootout", target)])
         if not all(command.ok for command in commands):
             return InstallResult("darwin", (), commands, pending, (*more, "nothing was removed"))
-    return InstallResult("darwin", (_remove(plist),), commands, (), notes)
+    return InstallResult("darwin", (remove(plist),), commands, (), notes)
 
 
 def _launchd_domain() -> tuple[str, str]:
@@ -390,80 +290,9 @@ def _run_plan(
     return tuple(done), (), ()
 
 
-# --- files ------------------------------------------------------------------------------------------
-
-
-def _read(path: Path) -> str | None:
-    try:
-        return path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        return None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ServiceInstallError(f"cannot read {path}: {exc}") from exc
-
-
-def _place_all(wanted: Mapping[Path, str], *, force: bool) -> tuple[FileChange, ...]:
-    """Write every file, after checking that none of them would replace a user's edits."""
-    current = {path: _read(path) for path in wanted}
-    for path, text in wanted.items():
-        old = current[path]
-        if old is not None and old != text and not force and not is_unedited(old):
-            raise ServiceInstallError(f"{path} was changed by hand; refusing to replace it without --force")
-    changes: list[FileChange] = []
-    for path, text in wanted.items():
-        old = current[path]
-        if old == text:
-            changes.append(FileChange(path, "unchanged"))
-            continue
-        _write(path, text)
-        changes.append(FileChange(path, "created" if old is None else "updated"))
-    return tuple(changes)
-
-
-def _check_removable(path: Path, *, force: bool) -> None:
-    text = _read(path)
-    if text is not None and not force and not is_unedited(text):
-        raise ServiceInstallError(f"{path} was changed by hand; refusing to remove it without --force")
-
-
-def _write(path: Path, text: str) -> None:
-    """Replace `path` atomically, mode 0644 whatever the umask."""
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    except OSError as exc:
-        raise ServiceInstallError(f"cannot write {path}: {exc.strerror or exc}") from exc
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-            os.fchmod(handle.fileno(), FILE_MODE)
-        os.replace(temporary, path)
-    except OSError as exc:
-        Path(temporary).unlink(missing_ok=True)
-        raise ServiceInstallError(f"cannot write {path}: {exc.strerror or exc}") from exc
-
-
-def _remove(path: Path) -> FileChange:
-    try:
-        path.unlink()
-    except FileNotFoundError:
-        return FileChange(path, "absent")
-    except OSError as exc:
-        raise ServiceInstallError(f"cannot remove {path}: {exc.strerror or exc}") from exc
-    return FileChange(path, "removed")
-
-
 def _remove_wants_link(unit_dir: Path, name: str) -> FileChange | None:
     """Undo `systemctl enable` by hand when systemctl cannot: the link that points at our unit."""
     link = unit_dir / _WANTS[name] / name
     if link.is_symlink() and Path(os.readlink(link)) in (unit_dir / name, Path(name)):
-        return _remove(link)
+        return remove(link)
     return None
-
-
-def _make_private_dir(path: Path) -> None:
-    try:
-        path.mkdir(parents=True, exist_ok=True)
-        os.chmod(path, LOG_DIR_MODE)
-    except OSError as exc:
-        raise ServiceInstallError(f"cannot create {path}: {exc.strerror or exc}") from exc

@@ -26,10 +26,15 @@ from memoryd.sources.transcripts import is_transcript_name, parse_transcript
 
 
 def resolve_transcript(raw: str, roots: Sequence[SessionRoot]) -> tuple[Path, SessionRoot, str] | None:
-    """(file, its root, the index path to report) when `raw` names a place in a session root; None when it
-    names none (then it is not a transcript path at all). Raises AccessDeniedError for a path that is in
-    a root but not one of its transcripts."""
+    """(file, its root, the index path to report) when `raw` names a transcript in a session root; None when
+    it is not a transcript path at all (no root of that prefix, or not a transcript name: the caller reads
+    it as a memory file, which refuses what is not one). Raises AccessDeniedError for a transcript path
+    that leaves its root or lies in an ignored folder."""
+    if "\x00" in raw or not raw.strip():
+        return None  # the memory reader refuses it, saying why
     text = raw.strip().replace("\\", "/")
+    if not is_transcript_name(Path(text).name):
+        return None
     if os.path.isabs(text):
         root = root_of(roots, text)
         if root is None:
@@ -45,8 +50,6 @@ def resolve_transcript(raw: str, roots: Sequence[SessionRoot]) -> tuple[Path, Se
         if not str(target).startswith(base.rstrip(os.sep) + os.sep) or ".." in rest.split("/"):
             raise AccessDeniedError(f"{raw}: outside the session folder {root.path}")
     shown = root.index_path(target)
-    if not is_transcript_name(target.name):
-        raise AccessDeniedError(f"{raw}: not a transcript (a .jsonl file or its .reset/.deleted archive)")
     if is_ignored(shown.split("/")[1:-1]):
         raise AccessDeniedError(f"{raw}: in a folder memoryd never indexes")
     return target, root, shown

@@ -49,7 +49,7 @@ def test_the_inspector_lists_and_calls_every_tool(user: UserHome) -> None:
     code, listed = inspect(user, "tools/list")
     assert code == 0, listed
     tools = {t["name"]: t for t in listed["result"]["tools"]}
-    assert list(tools) == ["memory_search", "memory_get", "status"]
+    assert list(tools) == ["memory_search", "memory_get", "status", "memory_write"]
     assert all(t["inputSchema"]["type"] == "object" and t["outputSchema"]["type"] == "object" for t in tools.values())
 
     code, found = inspect(user, "tools/call", "memory_search", query="PostgreSQL billing migration", waitFresh=10000)
@@ -75,6 +75,18 @@ def test_the_inspector_lists_and_calls_every_tool(user: UserHome) -> None:
     assert status["result"]["structuredContent"]["files"] == 2
     assert status["result"]["structuredContent"]["daemon"]["agents"] == ["main"]
 
+    code, wrote = inspect(
+        user, "tools/call", "memory_write", text="Decided: the billing webhooks retry three times, then page on-call."
+    )
+    assert code == 0, wrote
+    saved = wrote["result"]["structuredContent"]
+    assert (
+        saved["indexed"] is True and saved["citation"] == f"{saved['path']}#L{saved['startLine']}-L{saved['endLine']}"
+    )
+    code, found = inspect(user, "tools/call", "memory_search", query="billing webhooks retry on-call")
+    assert code == 0, found
+    assert saved["path"] in [h["path"] for h in found["result"]["structuredContent"]["results"]]
+
     record = user.record()
-    assert user.daemons() == [record["pid"]]  # five Inspector sessions, one daemon (the first one started it)
+    assert user.daemons() == [record["pid"]]  # seven Inspector sessions, one daemon (the first one started it)
     assert user.processes("mcp") == []

@@ -76,7 +76,7 @@ def test_a_plain_socket_client_following_protocol_md(user: UserHome) -> None:
         assert init["result"]["serverInfo"]["name"] == "memoryd"
         line.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
         tools = line.request(2, "tools/list")["result"]["tools"]
-        assert [t["name"] for t in tools] == ["memory_search", "memory_get", "status"]
+        assert [t["name"] for t in tools] == ["memory_search", "memory_get", "status", "memory_write"]
 
         found = call(line, 3, "memory_search", {"query": "spare key fern", "waitFresh": 10000})
         assert found["isError"] is False

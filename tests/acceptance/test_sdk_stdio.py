@@ -41,7 +41,7 @@ async def host_session(params: StdioServerParameters = SHIM) -> dict[str, Any]:
 
 
 def assert_real_answers(session: dict[str, Any]) -> None:
-    assert [t.name for t in session["tools"].tools] == ["memory_search", "memory_get", "status"]
+    assert [t.name for t in session["tools"].tools] == ["memory_search", "memory_get", "status", "memory_write"]
     found = session["found"]
     assert not found.is_error, text_of(found)
     hits = found.structured_content["results"]

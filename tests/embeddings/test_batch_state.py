@@ -42,9 +42,15 @@ async def provider(server: OpenAIBatchFake) -> AsyncIterator[OpenAIProvider]:
     await p.aclose()
 
 
-def embedder(*, enabled: bool = True) -> BatchEmbedder:
+JOB_TIMEOUT_S = 2.0
+"""For the tests whose first job never ends: it times out after this long, and the job after it must finish
+within it (a handful of loopback polls, ~5 ms each here; 0.5 s left a loaded machine a 10x margin at best)."""
+
+
+def embedder(*, enabled: bool = True, timeout_s: float = 30.0) -> BatchEmbedder:
+    """A job that ends finishes long before `timeout_s`: only the never-ending ones wait it out."""
     settings = BatchSettings(enabled=enabled, poll_interval_ms=1, concurrency=3)
-    return BatchEmbedder(settings, policy=FAST, timeout_s=0.5)
+    return BatchEmbedder(settings, policy=FAST, timeout_s=timeout_s)
 
 
 def expected(texts: list[str]) -> Vectors:
@@ -105,7 +111,7 @@ async def test_a_timeout_is_retried_once_and_a_success_on_the_retry_counts_as_su
     provider: OpenAIProvider, server: OpenAIBatchFake
 ) -> None:
     server.next_lifecycles = [ENDLESS, SUCCESS]
-    batch = embedder()
+    batch = embedder(timeout_s=JOB_TIMEOUT_S)
     with anyio.fail_after(DEADLINE_S):
         vectors = await batch.embed(provider, TEXTS)
     np.testing.assert_allclose(vectors, expected(TEXTS), rtol=1e-6)
@@ -117,7 +123,7 @@ async def test_a_timeout_whose_retry_fails_too_counts_twice_and_switches_batch_m
     provider: OpenAIProvider, server: OpenAIBatchFake
 ) -> None:
     server.next_lifecycles = [ENDLESS, FAILURE]
-    batch = embedder()
+    batch = embedder(timeout_s=JOB_TIMEOUT_S)
     error = await attempt(batch, provider)
     assert error is not None
     assert "failed" in str(error)

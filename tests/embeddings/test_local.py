@@ -14,8 +14,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from memoryd.embeddings.base import EmbeddingProvider
-from memoryd.embeddings.local import LoadState, LocalEmbeddingProvider, plan_runs
+from memoryd.embeddings.local import LoadState, LocalEmbeddingProvider
 from memoryd.embeddings.models import ModelSource, is_dynamically_quantized, locate_model, quantized_model
+from memoryd.embeddings.onnx_encoder import plan_runs
 from memoryd.errors import EmbeddingError
 from tests.embeddings.model_hub import (
     PACKAGED_ONNX,

@@ -101,7 +101,7 @@ async def test_a_stalled_reranker_costs_only_its_deadline_and_the_fused_order_st
     finally:
         tei.close()  # releases the stalled request
         await eng.aclose()
-    assert elapsed >= 0.3
+    assert elapsed >= 0.25  # the 0.3 s deadline was waited out (a timer may fire a hair early), not skipped
     assert resp.rerank is not None and resp.rerank["applied"] is False
     assert "took over" in str(resp.rerank["reason"])
     assert [r.citation for r in resp.results] == expected

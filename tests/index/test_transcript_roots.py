@@ -120,7 +120,8 @@ async def test_memory_get_pages_a_transcript_by_its_own_line_numbers(engine: Ind
 @pytest.mark.parametrize(
     ("path", "error"),
     [
-        ("sessions/../MEMORY.md", AccessDeniedError),
+        ("sessions/../sessions.jsonl", AccessDeniedError),
+        ("sessions/a\x00.jsonl", AccessDeniedError),
         ("sessions/../../home/.codex/sessions/x.jsonl", AccessDeniedError),
         ("codex/2026/02/11/notes.txt", AccessDeniedError),
         ("sessions/node_modules/x.jsonl", AccessDeniedError),

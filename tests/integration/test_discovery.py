@@ -96,6 +96,20 @@ def test_the_cli_without_xdg_runtime_dir_talks_to_the_daemon_a_shell_started(she
     assert memoryd_serves(shell_daemon.state) == [shell_daemon.pid]
 
 
+def test_a_second_serve_from_another_environment_exits_at_once_naming_the_first(shell_daemon: Daemon) -> None:
+    """Without XDG_RUNTIME_DIR a second daemon chose another socket, so the socket's lock never met
+    the first: it ran beside it, missed every writer lock and restarted its agents forever."""
+    second = cli_without_xdg(shell_daemon, "serve")
+    assert second.returncode == 3, second.stderr
+    since = json.loads((shell_daemon.state / "daemon.json").read_text())["startedAt"]
+    assert second.stderr.strip() == (
+        f"memoryd serve: another memoryd daemon already serves {shell_daemon.state}: pid {shell_daemon.pid}, "
+        f"socket {shell_daemon.socket} (since {since}); "
+        "clients reach it from any environment, nothing to start"
+    )
+    assert memoryd_serves(shell_daemon.state) == [shell_daemon.pid]
+
+
 def test_the_shim_without_xdg_runtime_dir_uses_the_daemon_and_starts_no_second_one(shell_daemon: Daemon) -> None:
     env = {k: v for k, v in shell_daemon.env.items() if k != "XDG_RUNTIME_DIR"}
     initialize = {

@@ -9,6 +9,7 @@ from pathlib import Path
 import anyio
 import pytest
 
+from memoryd.config import DaemonSettings
 from memoryd.server.accept import MIN_RESERVE, TOO_MANY_CONNECTIONS
 from memoryd.server.backpressure import DEFAULT_MAX_QUEUED_BYTES, MAX_RUNNING
 from memoryd.server.connection import DRAIN_SECONDS
@@ -67,6 +68,8 @@ def test_every_tool_and_memoryd_method_is_documented() -> None:
 
 def test_the_documented_limits_and_codes_are_the_codes() -> None:
     assert f"{DEFAULT_MAX_LINE_BYTES:,} bytes" in DOC
+    assert f"{DEFAULT_MAX_LINE_BYTES // (1024 * 1024)} MiB" in DOC
+    assert DaemonSettings().max_line_bytes == DEFAULT_MAX_LINE_BYTES  # what the daemon really takes
     assert f"{CLIENT_MAX_LINE_BYTES // (1024 * 1024)} MiB per line" in DOC
     assert f"at most {DRAIN_SECONDS:g} seconds" in DOC
     assert f"`{MEMORYD_ERROR}` memoryd error" in DOC

@@ -124,3 +124,10 @@ def test_a_missing_or_malformed_schema_file_is_a_config_error(tmp_path: Path) ->
     (directory / "status.output.json").unlink()
     with pytest.raises(ConfigError, match="cannot read the tool schema"):
         load_tool_schemas(directory)
+
+
+@pytest.mark.parametrize("query", [" ", "\t\n", "\u3000 "])
+def test_a_blank_query_is_refused_in_words_not_a_regex(query: str) -> None:
+    with pytest.raises(InvalidArgumentsError) as caught:
+        validate_arguments(SEARCH, {"query": query})
+    assert str(caught.value) == "invalid arguments: query must not be blank (it holds only whitespace)"

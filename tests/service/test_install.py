@@ -14,14 +14,8 @@ from pathlib import Path
 import pytest
 
 from memoryd import cli
-from memoryd.service.install import (
-    InstallResult,
-    ServiceInstallError,
-    entry_point,
-    install_service,
-    is_unedited,
-    uninstall_service,
-)
+from memoryd.service.install import InstallResult, entry_point, install_service, uninstall_service
+from memoryd.service.render import ServiceInstallError, is_unedited
 
 PROBE = ("systemctl", "--user", "show", "--property=Version", "--value")
 RELOAD = ("systemctl", "--user", "daemon-reload")

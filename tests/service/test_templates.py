@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from memoryd.service.install import (
+from memoryd.service.render import (
     ServiceInstallError,
     is_unedited,
     read_template,

