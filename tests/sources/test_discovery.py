@@ -127,3 +127,37 @@ def test_memory_file_at_names_exactly_the_workspace_files_the_listing_holds(work
     for path in candidates:
         assert memory_file_at(workspace, path) == listed.get(path), path
     assert memory_file_at(workspace, workspace / "memory" / "2026-01-05.md") is not None
+
+
+def test_an_extra_path_through_a_linked_parent_is_the_same_file_once(workspace: Path, tmp_path: Path) -> None:
+    """De-duplication compares real paths: the memory folder reached again through a symlinked parent."""
+    os.symlink(workspace, tmp_path / "alias")
+    files = list_memory_files(workspace, [tmp_path / "alias" / "memory"])
+    paths = [f.path for f in files]
+    assert paths == ["MEMORY.md", "memory/2026-01-05.md", "memory/projects/garden.md"]
+    outer = tmp_path / "outer"
+    write(outer / "a.jsonl", "")
+    os.symlink(outer, tmp_path / "outer-link")
+    roots = (SessionRoot("sessions", outer), SessionRoot("codex", tmp_path / "outer-link", "codex"))
+    assert [f.path for f in list_all_session_files(roots)] == ["sessions/a.jsonl"]
+
+
+def test_discovery_resolves_each_root_once_not_each_file(
+    workspace: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A sync lists every file each time: a realpath per file cost ~10 system calls each, and every one
+    gave up the GIL to busy searches (a one-file change took 3 s to index under 20 searching clients)."""
+    for i in range(50):
+        write(workspace / "memory" / "many" / f"n{i}.md", f"note {i}\n")
+        write(tmp_path / "sessions" / "deep" / f"s{i}.jsonl", "")
+    calls: list[str] = []
+    real = os.path.realpath
+
+    def counting(path: str | os.PathLike[str], *args: object, **kwargs: object) -> str:
+        calls.append(os.fspath(path))
+        return real(path)
+
+    monkeypatch.setattr(os.path, "realpath", counting)
+    assert len(list_memory_files(workspace, [tmp_path / "sessions"])) == 53
+    assert len(list_all_session_files((SessionRoot("sessions", tmp_path / "sessions"),))) == 50
+    assert len(calls) <= 3
