@@ -19,7 +19,7 @@ import anyio
 import orjson
 
 from memoryd.errors import ConfigError, MemorydError
-from memoryd.eval import ablation, faq, locomo, realtalk
+from memoryd.eval import ablation, abstain, faq, locomo, realtalk
 from memoryd.eval.dataset import EvalSet
 from memoryd.eval.harness import DEFAULT, MODES, EvalReport, Mode, Variant, evaluate_set, local_provider
 from memoryd.progress import ProgressBar
@@ -114,12 +114,13 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
         async def main(work_dir: Path) -> Results:
             provider = await local_provider(modes)
             try:
-                return {
+                results = {
                     s.name: await evaluate_set(
                         s, modes=modes, variants=variants, work_dir=work_dir, progress=bar, provider=provider
                     )
                     for s in sets
                 }
+                return await abstain.add_other_sets(sets, results, work_dir=work_dir, provider=provider)
             finally:
                 if provider is not None:
                     await provider.aclose()
@@ -164,7 +165,7 @@ def format_results(sets: Sequence[EvalSet], results: Results, *, ablate: bool) -
     the ablation table when asked for."""
     lines = [
         f"{'set':<10}{'mode':<8}{'n':>6}{'chunks':>8}{'R@5':>7}{'R@10':>7}{'nDCG@10':>9}{'MRR':>7}"
-        f"{'served R@5':>12}{'R@10':>7}{'empty':>7}{'abstain':>9}"
+        f"{'served R@5':>12}{'R@10':>7}{'empty':>7}{'abstain':>9}{'other-sets':>12}"
     ]
     for s in sets:
         for (variant, mode), r in results[s.name].items():
@@ -175,16 +176,18 @@ def format_results(sets: Sequence[EvalSet], results: Results, *, ablate: bool) -
             if r.served is not None:
                 sv = r.served.overall
                 served = f"{sv.recall_5:>12.3f}{sv.recall_10:>7.3f}{_pct(r.served.empty / max(1, m.n)):>7}"
-            abstain = _pct(r.abstention.rate) if r.abstention else "-"
+            same_set = _pct(r.abstention.rate) if r.abstention else "-"
+            other_sets = _pct(r.other_sets.rate) if r.other_sets else "-"
             lines.append(
                 f"{s.name:<10}{mode:<8}{m.n:>6}{r.settings['chunks']!s:>8}{m.recall_5:>7.3f}{m.recall_10:>7.3f}"
-                f"{m.ndcg_10:>9.3f}{m.mrr:>7.3f}{served}{abstain:>9}"
+                f"{m.ndcg_10:>9.3f}{m.mrr:>7.3f}{served}{same_set:>9}{other_sets:>12}"
             )
     first = next(iter(next(iter(results.values())).values()))
     lines.append(
         f"(ranking: min_score 0, top {first.settings['k']}; served: the default settings, min_score "
         f"{first.settings['served_min_score']}, top {first.settings['k']}; empty: answerable questions with no "
-        "result; abstain: share of another index's questions answered 'No matches.')"
+        "result; abstain: share of another index's questions answered 'No matches.'; other-sets: the same for "
+        f"up to {abstain.LIMIT} questions of the other sets, asked of every index)"
     )
     for s in sets:
         by_key = results[s.name]
@@ -200,6 +203,15 @@ def format_results(sets: Sequence[EvalSet], results: Results, *, ablate: bool) -
             lines.append("R@10       " + "".join(f"{row['recall@10']:>7.3f}" for row in report.sweep))
             lines.append("empty      " + "".join(f"{_pct(row['empty_share']):>7}" for row in report.sweep))
             lines.append("abstain    " + "".join(f"{_pct(row['abstain']):>7}" for row in report.sweep))
+            if report.other_sets is not None:
+                cells = "".join(f"{_pct(row['abstain_other_sets']):>7}" for row in report.sweep)
+                lines.append(f"other-sets {cells}")
+        if report.other_sets is not None:
+            per_set = ", ".join(
+                f"{name} {_pct(a.rate)} ({a.asked // max(1, len(s.groups))} x {len(s.groups)} indexes)"
+                for name, a in report.other_sets.by_set.items()
+            )
+            lines.append(f"other sets' questions answered 'No matches.' ({mode}): {per_set}")
         lines.append(
             f"latency p50 {report.latency_p50_ms:.2f} ms, p99 {report.latency_p99_ms:.2f} ms; "
             f"indexing {report.settings['index_seconds']} s, questions {report.settings['query_seconds']} s"

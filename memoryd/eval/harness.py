@@ -5,7 +5,8 @@ Indexes are built exactly as the daemon builds them (`IndexEngine.sync`) and sea
 twice: with min_score 0 and the top 10 kept (the ranking), and as served — the agent's own settings
 (min_score and all), only max_results raised to 10 so R@10 can be read — counting the answerable
 questions that get nothing back. The questions of the next group are then asked of each index as
-served: they are about things that index never mentions, so the right answer is "No matches.".
+served: they are about things that index never mentions, so the right answer is "No matches.". When
+several sets run together, `memoryd.eval.abstain` also asks each index questions of the other sets.
 
 `bm25` mode is the floor: plain FTS5 bm25 over an OR of the question's tokens on the same chunks
 (`memoryd.eval.baseline`). A `Variant` changes settings (a `[defaults]` table fragment; one that
@@ -89,13 +90,17 @@ class Abstention:
 
     asked: int
     empty: int
+    by_set: Mapping[str, Abstention] = field(default_factory=dict)  # other sets' questions: per set asked
 
     @property
     def rate(self) -> float:
         return self.empty / self.asked if self.asked else 0.0
 
     def to_dict(self) -> dict[str, object]:
-        return {"asked": self.asked, "no_matches": self.empty, "rate": round(self.rate, 4)}
+        out: dict[str, object] = {"asked": self.asked, "no_matches": self.empty, "rate": round(self.rate, 4)}
+        if self.by_set:
+            out["by_set"] = {name: a.to_dict() for name, a in self.by_set.items()}
+        return out
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,6 +112,7 @@ class EvalReport:
     settings: dict[str, object] = field(default_factory=dict)
     served: Served | None = None
     abstention: Abstention | None = None
+    other_sets: Abstention | None = None  # the other sets' questions (memoryd.eval.abstain)
     sweep: list[dict[str, float]] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, object]:
@@ -120,6 +126,8 @@ class EvalReport:
             out["served"] = self.served.to_dict()
         if self.abstention is not None:
             out["abstention"] = self.abstention.to_dict()
+        if self.other_sets is not None:
+            out["abstention_other_sets"] = self.other_sets.to_dict()
         if self.sweep:
             out["min_score_sweep"] = self.sweep
         return out
