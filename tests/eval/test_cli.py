@@ -136,6 +136,41 @@ def test_several_sets_and_modes_print_one_table(tiny_path: Path, tmp_path: Path)
     assert [(r["set"], r["settings"]["mode"]) for r in runs] == [("locomo", "keyword"), ("faq", "keyword")]
 
 
+def test_several_sets_are_each_asked_the_other_sets_questions(tiny_path: Path, tmp_path: Path) -> None:
+    notes = tmp_path / "faq"
+    notes.mkdir()
+    (notes / "tool.md").write_text(
+        "# FAQ\n\n## How do I pick a colour?\n\nRun `tool --colour red` to make the output red.\n",
+        encoding="utf-8",
+    )
+    code, out, err = run("locomo", str(tiny_path), "faq", str(notes), "--mode", "keyword")
+    assert (code, err) == (0, "")
+    lines = out.splitlines()
+    assert lines[0].split()[-2:] == ["abstain", "other-sets"]
+    # The chat's questions share no word with the note, the note's none with the chat: "No matches.".
+    assert [line.split()[-2:] for line in lines[1:3]] == [["-", "100.0%"], ["-", "100.0%"]]
+    assert "other sets' questions answered 'No matches.' (keyword): faq 100.0% (1 x 1 indexes)" in lines
+    runs = orjson.loads(run("locomo", str(tiny_path), "faq", str(notes), "--mode", "keyword", "--json")[1])["runs"]
+    by_set = {r["set"]: r["abstention_other_sets"] for r in runs}
+    # LoCoMo's index is asked the FAQ's one question, the FAQ's the 4 questions of LoCoMo it scores
+    # (the sample takes an equal share of each other set, up to 200 in all).
+    assert by_set == {
+        "locomo": {
+            "asked": 1,
+            "no_matches": 1,
+            "rate": 1.0,
+            "by_set": {"faq": {"asked": 1, "no_matches": 1, "rate": 1.0}},
+        },
+        "faq": {
+            "asked": 4,
+            "no_matches": 4,
+            "rate": 1.0,
+            "by_set": {"locomo": {"asked": 4, "no_matches": 4, "rate": 1.0}},
+        },
+    }
+    assert "abstention_other_sets" not in run_json(str(tiny_path), "--mode", "keyword")  # one set: no other
+
+
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
