@@ -29,6 +29,7 @@ DRAIN_SECONDS = 30.0
 `memoryd.server.connection.DRAIN_SECONDS`; a test keeps the two equal)."""
 
 BIND_REQUEST_ID = "memoryd-bind"
+"""The id of the bind request; a string, so it never collides with the SDK's integer ids."""
 _MAX_BIND_REPLY = 1024 * 1024
 _CHUNK = 65536
 _GONE = (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError)

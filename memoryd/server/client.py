@@ -21,13 +21,10 @@ from mcp_types import CallToolResult, JSONRPCError, JSONRPCRequest, JSONRPCRespo
 from pydantic import ConfigDict
 
 from memoryd.errors import DaemonError, NotFoundError, ProtocolError
-from memoryd.runtime.private import check_server_peer
+from memoryd.server.bridge import BIND_REQUEST_ID, connect
 from memoryd.server.framing import CLIENT_MAX_LINE_BYTES, LineReader, Rejection, encode_message, next_message
 from memoryd.server.mcp import BIND_METHOD, SyncParams
-from memoryd.server.sockets import UnixStream, connect_unix
-
-BIND_REQUEST_ID = "memoryd-bind"
-"""The id of the bind request; a string, so it never collides with the SDK's integer ids."""
+from memoryd.server.sockets import UnixStream
 
 TransportStreams = tuple[MemoryObjectReceiveStream[SessionMessage | Exception], MemoryObjectSendStream[SessionMessage]]
 
@@ -51,21 +48,6 @@ class SyncResult(Result):
     model_config = ConfigDict(extra="allow")
 
 
-async def connect_daemon(path: Path) -> UnixStream:
-    """Open a connection to the daemon's socket; DaemonError when nothing answers there, and
-    NotPrivateError when the process listening is not this user's (checked before anything is sent)."""
-    try:
-        stream = await connect_unix(path)
-    except OSError as exc:
-        raise DaemonError(f"cannot reach the memoryd daemon at {path}: {exc.strerror or exc}") from exc
-    try:
-        check_server_peer(stream.raw_socket, path)
-    except BaseException:
-        await stream.aclose()
-        raise
-    return stream
-
-
 async def bind_agent(stream: UnixStream, lines: LineReader, agent: str) -> None:
     """Bind the connection to `agent` (the first message); NotFoundError when the daemon refuses it."""
     request = JSONRPCRequest(jsonrpc="2.0", id=BIND_REQUEST_ID, method=BIND_METHOD, params={"agent": agent})
@@ -87,7 +69,7 @@ async def unix_client(
     path: Path, agent: str | None = None, *, max_line_bytes: int = CLIENT_MAX_LINE_BYTES
 ) -> AsyncIterator[TransportStreams]:
     """Connect to the daemon (bound to `agent` when given) and yield MCP streams for the SDK."""
-    stream = await connect_daemon(path)
+    stream = await connect(path)
     async with stream:
         lines = LineReader(stream, max_line_bytes)
         if agent is not None:
