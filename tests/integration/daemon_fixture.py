@@ -70,6 +70,10 @@ class LogPump:
         self._thread.join(timeout=10)
         self._stream.close()
 
+    @property
+    def closed(self) -> bool:
+        return self._stream.closed
+
 
 @dataclass
 class Daemon:
@@ -172,6 +176,14 @@ class Daemon:
     def _close_pump(self) -> None:
         if self.runs and self.proc is not None and self.proc.poll() is not None:
             self.runs[-1].close()
+
+    def close(self) -> None:
+        """End of the test: kill the daemon if it runs and close every run's log pipe, also of a run that
+        ended without being waited for (a failed start), so no pipe is left for a later test to find."""
+        if self.alive:
+            self.kill()
+        for pump in self.runs:
+            pump.close()
 
 
 async def search_response(sock: Path, agent: str | None, query: str, wait_ms: int = 0) -> dict[str, Any]:

@@ -31,8 +31,7 @@ def make_daemon(tmp_path: Path) -> Iterator[DaemonFactory]:
 
     yield make
     for daemon in created:
-        if daemon.alive:
-            daemon.kill()
+        daemon.close()
 
 
 def query(daemon: Daemon, text: str, agent: str | None = None, wait_ms: int = 0) -> list[str]:
