@@ -12,22 +12,21 @@ figure at every min_score of the sweep (`abstain_other_sets` in its rows).
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 from memoryd.embeddings.base import EmbeddingProvider
-from memoryd.eval.dataset import EvalSet, Qrel
+from memoryd.eval.dataset import EvalSet, stable_key
 from memoryd.eval.harness import (
     DEFAULT,
     MIN_SCORE,
     Abstention,
     EvalReport,
     Mode,
-    _ask,
-    _ask_scored,
     agent_config,
+    ask,
+    ask_scored,
 )
 from memoryd.index.engine import IndexEngine
 
@@ -51,10 +50,6 @@ class Answer:
     top: float
 
 
-def _stable_key(q: Qrel) -> str:
-    return hashlib.sha256(q.qid.encode()).hexdigest()
-
-
 def other_questions(sets: Sequence[EvalSet], name: str, limit: int = LIMIT) -> tuple[Probe, ...]:
     """Up to `limit` questions of the sets other than `name`, an equal share of each, the same on every run."""
     others = [s for s in sets if s.name != name]
@@ -63,7 +58,7 @@ def other_questions(sets: Sequence[EvalSet], name: str, limit: int = LIMIT) -> t
     share = limit // len(others)
     probes: list[Probe] = []
     for s in others:
-        questions = sorted((q for g in s.groups for q in g.questions), key=_stable_key)[:share]
+        questions = sorted((q for g in s.groups for q in g.questions), key=stable_key)[:share]
         probes.extend(Probe(s.name, q.question) for q in questions)
     return tuple(probes)
 
@@ -88,8 +83,8 @@ async def ask_other_sets(
         try:
             await engine.sync("eval")
             for p in probes:
-                served = await _ask(engine.searcher, mode, p.question, None)
-                ranked = await _ask_scored(engine.searcher, mode, p.question, MIN_SCORE)
+                served = await ask(engine.searcher, mode, p.question, None)
+                ranked = await ask_scored(engine.searcher, mode, p.question, MIN_SCORE)
                 answers.append(Answer(p.source, not served, ranked[0][1] if ranked else 0.0))
         finally:
             await engine.aclose()

@@ -61,12 +61,13 @@ class EvalSet:
         if per_group <= 0:
             return self
         groups = tuple(
-            replace(g, questions=tuple(sorted(g.questions, key=_stable_key)[:per_group])) for g in self.groups
+            replace(g, questions=tuple(sorted(g.questions, key=stable_key)[:per_group])) for g in self.groups
         )
         return replace(self, groups=groups, counts={**self.counts, "sampled_per_group": per_group})
 
 
-def _stable_key(q: Qrel) -> str:
+def stable_key(q: Qrel) -> str:
+    """A question's place in every fixed sample: the sha256 of its id, the same on every run and machine."""
     return hashlib.sha256(q.qid.encode()).hexdigest()
 
 

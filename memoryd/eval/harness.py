@@ -244,9 +244,10 @@ def _score(ranked: Sequence[Span], q: Qrel, by_path: Mapping[str, list[Span]]) -
     return score_question(ranked, q.lines, count_relevant(candidates, q.lines), q.category)
 
 
-async def _ask_scored(
+async def ask_scored(
     searcher: Searcher, mode: SearchMode, query: str, min_score: float | None
 ) -> list[tuple[Span, float]]:
+    """The top-k spans of one question in `mode` and their scores; raises if another mode answered."""
     resp = await searcher.search(SearchRequest(query, max_results=TOP_K, min_score=min_score, mode=mode))
     if resp.mode != mode:
         reason = (resp.fallback or {}).get("reason", "unknown")
@@ -254,8 +255,9 @@ async def _ask_scored(
     return [(Span(r.path, r.start_line, r.end_line), r.score) for r in resp.results]
 
 
-async def _ask(searcher: Searcher, mode: SearchMode, query: str, min_score: float | None) -> list[Span]:
-    return [span for span, _score in await _ask_scored(searcher, mode, query, min_score)]
+async def ask(searcher: Searcher, mode: SearchMode, query: str, min_score: float | None) -> list[Span]:
+    """The spans `ask_scored` returns, without their scores."""
+    return [span for span, _score in await ask_scored(searcher, mode, query, min_score)]
 
 
 async def _ask_group(
@@ -300,7 +302,7 @@ async def _ask_group(
     try:
         for q in questions:
             asked = time.perf_counter()
-            scored = await _ask_scored(searcher, search_mode, q.question, MIN_SCORE)
+            scored = await ask_scored(searcher, search_mode, q.question, MIN_SCORE)
             tally.latencies_ms.append((time.perf_counter() - asked) * 1000)
             ranked = [span for span, _ in scored]
             tally.scores.append(_score(ranked, q, by_path))
@@ -308,13 +310,13 @@ async def _ask_group(
             tally.probe_evidence.append(len(q.lines))
             if not as_served:
                 continue
-            served = await _ask(searcher, search_mode, q.question, None)
+            served = await ask(searcher, search_mode, q.question, None)
             tally.served.append(_score(served, q, by_path))
             tally.served_empty += not served
         for q in probes if as_served else ():
             tally.abstain_asked += 1
-            tally.abstain_empty += not await _ask(searcher, search_mode, q.question, None)
-            top = await _ask_scored(searcher, search_mode, q.question, MIN_SCORE)
+            tally.abstain_empty += not await ask(searcher, search_mode, q.question, None)
+            top = await ask_scored(searcher, search_mode, q.question, MIN_SCORE)
             tally.probe_tops.append(top[0][1] if top else 0.0)
     finally:
         await searcher.aclose()

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from memoryd.eval import abstain, harness
-from memoryd.eval.dataset import EvalSet, Group, Qrel
+from memoryd.eval.dataset import EvalSet, Group, Qrel, stable_key
 
 pytestmark = pytest.mark.anyio
 
@@ -62,7 +62,7 @@ def test_the_sample_is_an_equal_share_of_each_other_set_lowest_id_hash_first() -
     assert [p.source for p in probes] == ["b", "b", "c", "c"]
     for name in ("b", "c"):
         questions = many[("a", "b", "c").index(name)].groups[0].questions
-        lowest = sorted(questions, key=abstain._stable_key)[:2]
+        lowest = sorted(questions, key=stable_key)[:2]
         assert [p.question for p in probes if p.source == name] == [q.question for q in lowest]
     assert abstain.other_questions(many, "a", limit=4) == probes  # the same on every run
     assert abstain.other_questions(many[:1], "a") == ()  # one set: nothing to ask
