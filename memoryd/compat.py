@@ -9,7 +9,8 @@ never an edit of memoryd's own defaults. It pins the knobs memoryd added or tune
   is OpenClaw's FTS-only path (AND, else one query per keyword; lexical boost; relaxed floor);
 * `query.hybrid.text_score = "bm25"`, `query.hybrid.fusion = "weighted"`, `query.date_boost = 0`;
 * OpenClaw's defaults where memoryd's differ, unless the file sets another value: fusion weights
-  0.7/0.3, `query.min_score` 0.35, `store.fts.tokenizer = "unicode61"`.
+  0.7/0.3, `query.min_score` 0.35, `store.fts.tokenizer = "unicode61"`;
+* `query.min_evidence = 0`: OpenClaw has no abstention rule (and its keyword leg measures no coverage).
 
 The reranker, MMR, temporal decay and sources stay as configured: they are OpenClaw options too, or
 (sessions) decide what is indexed rather than how it is searched.
@@ -53,6 +54,7 @@ def apply_compat(settings: MemorySearchSettings, memoryd_defaults: MemorySearchS
         keyword_strategy="openclaw",
         date_boost=0.0,
         min_score=OPENCLAW_MIN_SCORE if q.min_score == d.min_score else q.min_score,
+        min_evidence=0.0,
         hybrid=hybrid,
     )
     fts = settings.store.fts

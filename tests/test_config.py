@@ -12,11 +12,12 @@ from memoryd.errors import ConfigError, NotFoundError
 
 
 def test_defaults_are_openclaws_except_where_locomo_measured_better() -> None:
-    """Equal fusion weights beat OpenClaw's 0.7/0.3 on every dev set, and min_score 0.15 keeps what
-    equal weights score a meaning-only match (memoryd eval, issue 14); every other default is OpenClaw's."""
+    """Equal fusion weights beat OpenClaw's 0.7/0.3 on every dev set; min_score 0.10 keeps what equal
+    weights score a meaning-only match, and min_evidence 0.12 abstains on a question the memory never
+    mentions (memoryd eval, issue 14); every other default is OpenClaw's."""
     s = config_mod.build({}).agent(None).settings
     assert (s.chunking.tokens, s.chunking.overlap) == (400, 80)
-    assert (s.query.max_results, s.query.min_score) == (6, 0.15)
+    assert (s.query.max_results, s.query.min_score, s.query.min_evidence) == (6, 0.10, 0.12)
     h = s.query.hybrid
     assert (h.enabled, h.vector_weight, h.text_weight, h.candidate_multiplier) == (True, 0.5, 0.5, 4)
     assert (h.mmr.enabled, h.mmr.lambda_) == (False, 0.7)

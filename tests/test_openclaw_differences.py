@@ -86,7 +86,8 @@ def _compat_rows() -> None:
     assert (ours.query.hybrid.vector_weight, ours.query.hybrid.text_weight) == (0.5, 0.5)
     assert (theirs.query.hybrid.vector_weight, theirs.query.hybrid.text_weight) == (0.7, 0.3)
     assert (ours.store.fts.tokenizer, theirs.store.fts.tokenizer) == ("unicode61", "unicode61")
-    assert (ours.query.min_score, theirs.query.min_score) == (0.15, 0.35)
+    assert (ours.query.min_score, theirs.query.min_score) == (0.10, 0.35)
+    assert (ours.query.min_evidence, theirs.query.min_evidence) == (0.12, 0.0)
     assert (ours.query.keyword_strategy, theirs.query.keyword_strategy) == ("relaxed", "openclaw")
     assert (ours.query.date_boost, theirs.query.date_boost) == (0.2, 0.0)
 

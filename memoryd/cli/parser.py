@@ -59,7 +59,11 @@ def build_parser(*, with_eval: bool = True) -> argparse.ArgumentParser:
     p.add_argument("query", nargs="?", help="what to look for")
     p.add_argument("--query", dest="query_opt", help="the query (wins over the positional one)")
     p.add_argument("--max-results", type=int, help="at most N results (default from config: 6)")
-    p.add_argument("--min-score", type=float, help="drop results scoring below X (default from config: 0.35)")
+    p.add_argument(
+        "--min-score",
+        type=float,
+        help="drop results scoring below X (default from config: 0.10; 0: the ranking as it is, no abstention)",
+    )
     p.add_argument("--corpus", choices=["memory", "sessions", "all"], default="all", help="which sources to search")
     p.add_argument("--json", action="store_true", help="print JSON")
     p.add_argument("--no-sync", action="store_true", help="search the index as it is, without a delta sync first")

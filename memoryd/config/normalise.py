@@ -56,6 +56,7 @@ def normalise(s: MemorySearchSettings) -> MemorySearchSettings:
         s.query,
         max_results=max(1, s.query.max_results),
         min_score=_clamp(s.query.min_score, 0, 1),
+        min_evidence=_clamp(s.query.min_evidence, 0, 1),
         date_boost=_clamp(s.query.date_boost, 0.0, 1.0) if math.isfinite(s.query.date_boost) else 0.2,
         hybrid=hybrid,
         rerank=rerank,

@@ -78,6 +78,7 @@ SETTINGS: dict[str, Range] = {
     "sync.sessions.debounce_ms": at_least(0),
     "query.max_results": between(1, 100),  # memory_search's maxResults allows 1-100
     "query.min_score": FRACTION,
+    "query.min_evidence": FRACTION,
     "query.date_boost": FRACTION,
     "query.hybrid.vector_weight": FRACTION,  # not both 0 (check_consistency)
     "query.hybrid.text_weight": FRACTION,

@@ -70,9 +70,13 @@ class RerankSettings:
 @dataclass(frozen=True, slots=True)
 class QuerySettings:
     max_results: int = 6
-    min_score: float = 0.15
-    """Equal fusion weights halve a one-leg match: 0.15 keeps a cosine of 0.3 alone (a question and the
-    note that answers it in other words) and drops what MiniLM finds unrelated (cosine < 0.2)."""
+    min_score: float = 0.10
+    """Drop results below this score. Equal fusion weights halve a one-leg match: 0.10 keeps a cosine of
+    0.2 alone; whether the memory holds anything about the question at all is `min_evidence`'s call."""
+    min_evidence: float = 0.12
+    """A hybrid search answers nothing unless its best candidate's evidence reaches this: vector_weight x
+    cosine + text_weight x keyword score x coverage (the idf-weighted share of the question's words the
+    chunk holds). One common word in common is no evidence; a paraphrase with a cosine of 0.24 is."""
     keyword_strategy: Literal["relaxed", "openclaw"] = "relaxed"
     date_boost: float = 0.2
     """Results from the period a query names ("in May 2024", "last week") score this much more (0 = off)."""

@@ -31,6 +31,9 @@ class Candidate:
     text_score: float = 0.0
     score: float = 0.0
     ts_ms: int = 0  # a timestamp known for the chunk (transcript message time), 0 if none
+    coverage: float = 0.0
+    """The idf-weighted share of the query's words the chunk holds (memoryd's keyword leg; 0 for a
+    chunk only the vector leg found)."""
 
 
 def ranking_key(cand: Candidate) -> tuple[float, str, int, int, str, str]:
@@ -129,6 +132,7 @@ def _union(vector: Sequence[Candidate], keyword: Sequence[Candidate]) -> list[Ca
                 text_score=hit.text_score,
                 snippet=hit.snippet or existing.snippet,
                 ts_ms=max(existing.ts_ms, hit.ts_ms),
+                coverage=hit.coverage,
             )
     return list(by_id.values())
 

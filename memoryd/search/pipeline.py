@@ -7,9 +7,11 @@
 
 Then temporal decay and MMR per settings, and the minScore / maxResults cut. Two promises OpenClaw
 does not keep: top-k is monotonic (each leg always fetches the same pool, whatever maxResults is,
-and the cut is a prefix of one ranked list), and minScore can return nothing (abstention): every
+and the cut is a prefix of one ranked list), and a search can return nothing (abstention): every
 score here is an absolute measure of relevance, never one relative to the other results, so a
-question about something the memory does not hold scores low everywhere.
+question about something the memory does not hold scores low everywhere. Hybrid abstains on the
+query's best *evidence* (`evidence`), not on the fused score: a keyword match counts only as far as
+it covers the question, so one common word shared with an unrelated chunk does not make an answer.
 """
 
 from __future__ import annotations
@@ -84,6 +86,8 @@ class RankOptions:
 
     max_results: int
     min_score: float
+    min_evidence: float = 0.0
+    """Hybrid answers nothing when no candidate's `evidence` reaches this (0 = never abstain)."""
     vector_weight: float = 0.7
     text_weight: float = 0.3
     fusion: Fusion = "weighted"
@@ -107,12 +111,16 @@ class RankOptions:
         now_ms: int,
         timeframe: TimeFrame | None = None,
     ) -> RankOptions:
+        """`min_score` 0 asks for the ranking as it is: no floor and no abstention. OpenClaw's keyword
+        strategy measures no coverage, so it never abstains on evidence either."""
         hybrid = settings.query.hybrid
         rrf_k = hybrid.rrf_k
         text_score: TextScore = hybrid.text_score
+        relaxed = settings.query.keyword_strategy == "relaxed"
         return cls(
             max_results=max_results,
             min_score=min_score,
+            min_evidence=settings.query.min_evidence if relaxed and min_score > 0 else 0.0,
             vector_weight=hybrid.vector_weight,
             text_weight=hybrid.text_weight,
             fusion=hybrid.fusion,
@@ -149,8 +157,27 @@ def order_hybrid(
 
 
 def cut_hybrid(ranked: Sequence[Candidate], keyword: Sequence[Candidate], opts: RankOptions) -> list[Candidate]:
-    """MMR, then minScore with OpenClaw's relaxed fallback to keyword hits, then maxResults."""
+    """Nothing when the best evidence is below min_evidence; else MMR, then minScore with OpenClaw's
+    relaxed fallback to keyword hits, then maxResults."""
+    if opts.min_evidence > 0 and best_evidence(ranked, opts) < opts.min_evidence:
+        return []
     return select_results(_diversify(ranked, opts), keyword, opts.min_score, opts.max_results, opts.text_weight)
+
+
+def evidence(cand: Candidate, opts: RankOptions) -> float:
+    """How much a candidate shows the memory holds something about the question, in [0, 1]:
+    `vector_weight x cosine + text_weight x keyword score x coverage`.
+
+    The fused score adds the keyword score whole, and bm25's mapping gives a chunk sharing one word
+    of the question ~0.4 however little of it the chunk covers; scaled by that coverage, one common
+    word is no evidence. Decay, date boost and rerank move the ranking, not this.
+    """
+    return opts.vector_weight * max(cand.vector_score, 0.0) + opts.text_weight * cand.text_score * cand.coverage
+
+
+def best_evidence(cands: Sequence[Candidate], opts: RankOptions) -> float:
+    """The best candidate's evidence (0 when there is none)."""
+    return max((evidence(c, opts) for c in cands), default=0.0)
 
 
 def scaled_rrf(vector: Sequence[Candidate], keyword: Sequence[Candidate], opts: RankOptions) -> list[Candidate]:

@@ -307,6 +307,7 @@ def _score(
                 text_score=text_score,
                 score=score,
                 ts_ms=int(ts),
+                coverage=coverage,
             )
         )
     out.sort(key=lambda c: (-c.score, c.path, c.start_line, c.end_line, c.source, c.id))

@@ -50,6 +50,8 @@ class SearchResponse:
     vector_backend: VectorBackend | None = None  # which vector search ran: sqlite-vec KNN or exact
     rerank: dict[str, object] | None = None  # what the optional rerank stage did, when configured
     citations: str | None = None  # the configured citations mode, once the results were decorated
+    evidence: float | None = None
+    """memoryd's hybrid: the best candidate's evidence (`pipeline.evidence`), which `min_evidence` judges."""
 
     def to_dict(self) -> dict[str, object]:
         out: dict[str, object] = {
@@ -65,6 +67,8 @@ class SearchResponse:
             out["rerank"] = self.rerank
         if self.citations is not None:
             out["citations"] = self.citations
+        if self.evidence is not None:
+            out["evidence"] = round(self.evidence, 6)
         return out
 
 

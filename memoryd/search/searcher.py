@@ -30,6 +30,7 @@ from memoryd.search.pipeline import (
     VECTOR_CANDIDATES,
     RankOptions,
     SearchResult,
+    best_evidence,
     candidate_pool,
     cut_hybrid,
     cut_single,
@@ -67,6 +68,7 @@ class _Ranked:
     backend: VectorBackend | None
     fallback: dict[str, str] | None
     rerank: dict[str, object] | None
+    evidence: float | None = None
 
 
 class Searcher:
@@ -115,6 +117,7 @@ class Searcher:
         results: list[SearchResult] = []
         backend: VectorBackend | None = None
         reranked: dict[str, object] | None = None
+        evidence: float | None = None
         if q and sources and limit > 0:
             now = now_ms()
             today = datetime.fromtimestamp(now / 1000).date()  # the user's "today": local time
@@ -124,6 +127,7 @@ class Searcher:
             )
             ranked = await self._ranked(q, run, sources, opts)
             cands, run, backend, reranked = ranked.results, ranked.mode, ranked.backend, ranked.rerank
+            evidence = ranked.evidence
             fallback = ranked.fallback or fallback
             results = to_results(cands)
         if fallback is None and self._active.fallback_from is not None:
@@ -137,6 +141,7 @@ class Searcher:
             freshness=self._freshness(),
             vector_backend=backend,
             rerank=reranked,
+            evidence=evidence,
         )
 
     def _mode(self, wanted: SearchMode) -> tuple[str, dict[str, str] | None]:
@@ -208,7 +213,8 @@ class Searcher:
         else:
             cut = functools.partial(cut_single, ranked, opts)
         final = await anyio.to_thread.run_sync(cut) if opts.mmr_enabled else cut()
-        return _Ranked(final, run, hits.backend, None, rerank_info)
+        evidence = best_evidence(ranked, opts) if hybrid and not openclaw else None
+        return _Ranked(final, run, hits.backend, None, rerank_info, evidence)
 
     async def _keyword_only(
         self,

@@ -22,6 +22,7 @@ NOTES = {
     "MEMORY.md": "# Memory\n\n- My dog Rex is a golden retriever.\n- I work as a nurse at the city hospital.\n",
     "memory/garden.md": "# Garden\n\nPlant tomatoes and basil in April, water the seedlings daily.\n",
     "memory/travel.md": "# Travel\n\nFlight to Lisbon on March 3rd, hotel near the Alfama district.\n",
+    "memory/home.md": "# Home\n\nThe black and white design of the new kitchen looks so fancy.\n",
 }
 
 
@@ -67,3 +68,20 @@ async def test_a_question_the_memory_never_mentions_gets_nothing(engine: IndexEn
     resp = await engine.search(query)
     assert resp.mode == "hybrid"
     assert resp.results == []
+
+
+async def test_one_word_in_common_with_an_unrelated_note_is_no_answer(engine: IndexEngine) -> None:
+    """ "black" matches the kitchen note; it covers little of the question and means something else."""
+    query = "Is the Ruff linter compatible with Black?"
+    ranking = await engine.search(query, min_score=0.0)  # min_score 0: the ranking, no abstention
+    assert ranking.results[0].path == "memory/home.md"
+    assert ranking.evidence is not None and ranking.evidence < engine.agent.settings.query.min_evidence
+    served = await engine.search(query)
+    assert served.results == []
+    assert served.to_dict()["evidence"] == pytest.approx(ranking.evidence, abs=1e-6)
+
+
+async def test_an_answer_reports_its_evidence(engine: IndexEngine) -> None:
+    resp = await engine.search("when is my flight to Lisbon")
+    assert [r.path for r in resp.results][:1] == ["memory/travel.md"]
+    assert resp.evidence is not None and resp.evidence >= engine.agent.settings.query.min_evidence

@@ -36,6 +36,7 @@ def test_the_profile_pins_openclaws_search_and_keeps_what_the_user_chose() -> No
         0,
     )
     assert (q.hybrid.vector_weight, q.hybrid.text_weight, q.min_score) == pytest.approx((0.7, 0.3, 0.35))
+    assert q.min_evidence == 0  # OpenClaw has no abstention rule
     assert s.store.fts.tokenizer == "unicode61"
     assert plain.query.keyword_strategy == "relaxed"  # memoryd's defaults are untouched without the switch
     chosen = _settings(
@@ -48,6 +49,7 @@ def test_the_profile_pins_openclaws_search_and_keeps_what_the_user_chose() -> No
     assert chosen.store.fts.tokenizer == "trigram"
     assert (chosen.query.min_score, chosen.query.hybrid.vector_weight) == pytest.approx((0.5, 0.6))
     assert chosen.query.hybrid.fusion == "weighted"  # memoryd-only knobs are pinned
+    assert _settings({"compat": "openclaw", "query": {"min_evidence": 0.3}}).query.min_evidence == 0
 
 
 @pytest.fixture
