@@ -6,8 +6,9 @@ When several sets run together, each index of a set is also asked a fixed sample
 questions (LoCoMo's chit-chat of the FAQ notes, the FAQ's of the conversations) as served, at the
 default settings: the share answered "No matches." is `EvalReport.other_sets`, per set asked too. The
 sample is up to `LIMIT` questions, an equal share from each other set, those whose id hashes lowest
-(as `EvalSet.sample` picks). Each is asked again at min_score 0 for its best score, which gives the
-figure at every min_score of the sweep (`abstain_other_sets` in its rows).
+(as `EvalSet.sample` picks). Each is asked again at min_score 0 for its best score and whether the
+abstention rule (`min_evidence`) lets it answer, which gives the figure at every min_score of the sweep
+(`abstain_other_sets` in its rows).
 """
 
 from __future__ import annotations
@@ -17,16 +18,16 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from memoryd.embeddings.base import EmbeddingProvider
+from memoryd.eval.calibration import Asked
 from memoryd.eval.dataset import EvalSet, stable_key
 from memoryd.eval.harness import (
     DEFAULT,
-    MIN_SCORE,
     Abstention,
     EvalReport,
     Mode,
     agent_config,
     ask,
-    ask_scored,
+    ask_ranking,
 )
 from memoryd.index.engine import IndexEngine
 
@@ -43,11 +44,11 @@ class Probe:
 
 @dataclass(frozen=True, slots=True)
 class Answer:
-    """What one index answered one probe: nothing as served, and its best score at min_score 0."""
+    """What one index answered one probe: nothing as served, and its ranking at min_score 0."""
 
     source: str
     empty: bool
-    top: float
+    ranking: Asked
 
 
 def other_questions(sets: Sequence[EvalSet], name: str, limit: int = LIMIT) -> tuple[Probe, ...]:
@@ -84,8 +85,8 @@ async def ask_other_sets(
             await engine.sync("eval")
             for p in probes:
                 served = await ask(engine.searcher, mode, p.question, None)
-                ranked = await ask_scored(engine.searcher, mode, p.question, MIN_SCORE)
-                answers.append(Answer(p.source, not served, ranked[0][1] if ranked else 0.0))
+                ranking = await ask_ranking(engine.searcher, mode, p.question)
+                answers.append(Answer(p.source, not served, ranking.asked()))
         finally:
             await engine.aclose()
     return answers
@@ -101,13 +102,26 @@ def tally(answers: Sequence[Answer]) -> Abstention:
 
 
 def with_answers(report: EvalReport, answers: Sequence[Answer]) -> EvalReport:
-    """The report with the other sets' abstention, and its share below each min_score of the sweep."""
+    """The report with the other sets' abstention, and its share at each threshold pair of the sweeps."""
     n = max(1, len(answers))
-    sweep = [
-        {**row, "abstain_other_sets": round(sum(a.top < row["min_score"] for a in answers) / n, 4)}
-        for row in report.sweep
-    ]
-    return replace(report, other_sets=tally(answers), sweep=sweep)
+
+    def with_share(rows: Sequence[dict[str, float]]) -> list[dict[str, float]]:
+        return [
+            {
+                **row,
+                "abstain_other_sets": round(
+                    sum(not a.ranking.served(row["min_score"], row["min_evidence"]) for a in answers) / n, 4
+                ),
+            }
+            for row in rows
+        ]
+
+    return replace(
+        report,
+        other_sets=tally(answers),
+        sweep=with_share(report.sweep),
+        evidence_sweep=with_share(report.evidence_sweep),
+    )
 
 
 async def add_other_sets(

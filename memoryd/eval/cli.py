@@ -185,7 +185,8 @@ def format_results(sets: Sequence[EvalSet], results: Results, *, ablate: bool) -
     first = next(iter(next(iter(results.values())).values()))
     lines.append(
         f"(ranking: min_score 0, top {first.settings['k']}; served: the default settings, min_score "
-        f"{first.settings['served_min_score']}, top {first.settings['k']}; empty: answerable questions with no "
+        f"{first.settings['served_min_score']} (hybrid: min_evidence {first.settings['served_min_evidence']}), "
+        f"top {first.settings['k']}; empty: answerable questions with no "
         "result; abstain: share of another index's questions answered 'No matches.'; other-sets: the same for "
         f"up to {abstain.LIMIT} questions of the other sets, asked of every index)"
     )
@@ -198,14 +199,8 @@ def format_results(sets: Sequence[EvalSet], results: Results, *, ablate: bool) -
         for c, m in report.by_category.items():
             label = f"{c} {s.categories.get(c, '?')}"
             lines.append(f"{label:<18}{m.n:>6}{m.recall_5:>8.3f}{m.recall_10:>8.3f}{m.ndcg_10:>9.3f}{m.mrr:>8.3f}")
-        if report.sweep:
-            lines.append("min_score  " + "".join(f"{row['min_score']:>7.2f}" for row in report.sweep))
-            lines.append("R@10       " + "".join(f"{row['recall@10']:>7.3f}" for row in report.sweep))
-            lines.append("empty      " + "".join(f"{_pct(row['empty_share']):>7}" for row in report.sweep))
-            lines.append("abstain    " + "".join(f"{_pct(row['abstain']):>7}" for row in report.sweep))
-            if report.other_sets is not None:
-                cells = "".join(f"{_pct(row['abstain_other_sets']):>7}" for row in report.sweep)
-                lines.append(f"other-sets {cells}")
+        lines.extend(_sweep_lines("min_score", report.sweep, other_sets=report.other_sets is not None))
+        lines.extend(_sweep_lines("min_evid.", report.evidence_sweep, other_sets=report.other_sets is not None))
         if report.other_sets is not None:
             per_set = ", ".join(
                 f"{name} {_pct(a.rate)} ({a.asked // max(1, len(s.groups))} x {len(s.groups)} indexes)"
@@ -219,6 +214,22 @@ def format_results(sets: Sequence[EvalSet], results: Results, *, ablate: bool) -
     if ablate:
         lines.extend(format_ablation(sets, results))
     return "\n".join(lines) + "\n"
+
+
+def _sweep_lines(key: str, rows: Sequence[dict[str, float]], *, other_sets: bool) -> list[str]:
+    """One calibration sweep as rows of a small table: the threshold, then what is served at it."""
+    if not rows:
+        return []
+    column = "min_score" if key == "min_score" else "min_evidence"
+    lines = [
+        f"{key:<11}" + "".join(f"{row[column]:>7.2f}" for row in rows),
+        "R@10       " + "".join(f"{row['recall@10']:>7.3f}" for row in rows),
+        "empty      " + "".join(f"{_pct(row['empty_share']):>7}" for row in rows),
+        "abstain    " + "".join(f"{_pct(row['abstain']):>7}" for row in rows),
+    ]
+    if other_sets:
+        lines.append("other-sets " + "".join(f"{_pct(row['abstain_other_sets']):>7}" for row in rows))
+    return lines
 
 
 def format_ablation(sets: Sequence[EvalSet], results: Results) -> list[str]:

@@ -33,7 +33,9 @@ from memoryd.config import AgentConfig
 from memoryd.embeddings.base import EmbeddingProvider
 from memoryd.embeddings.select import select_provider
 from memoryd.errors import MemorydError
+from memoryd.eval import calibration
 from memoryd.eval.baseline import Bm25Baseline, Chunk
+from memoryd.eval.calibration import Asked
 from memoryd.eval.dataset import EvalSet, Group, Qrel, write_workspace
 from memoryd.eval.metrics import (
     EvidenceLine,
@@ -48,14 +50,12 @@ from memoryd.eval.metrics import (
 )
 from memoryd.index.engine import IndexEngine, Progress, ProgressFn
 from memoryd.search.features import RankingFeatures
-from memoryd.search.request import SearchMode, SearchRequest
+from memoryd.search.request import SearchMode, SearchRequest, SearchResponse
 from memoryd.search.searcher import Searcher
 from memoryd.store.db import connect, translated
 
 TOP_K = 10
 MIN_SCORE = 0.0
-SWEEP = tuple(round(0.05 * i, 2) for i in range(1, 11))
-"""min_score values the report shows R@10, empty answers and abstention for (calibration)."""
 Mode = Literal["hybrid", "keyword", "vector", "bm25"]
 MODES: tuple[Mode, ...] = ("hybrid", "keyword", "vector", "bm25")
 
@@ -114,6 +114,9 @@ class EvalReport:
     abstention: Abstention | None = None
     other_sets: Abstention | None = None  # the other sets' questions (memoryd.eval.abstain)
     sweep: list[dict[str, float]] = field(default_factory=list)
+    """As served at each min_score (`calibration.MIN_SCORES`), min_evidence at its default."""
+    evidence_sweep: list[dict[str, float]] = field(default_factory=list)
+    """As served at each min_evidence (`calibration.MIN_EVIDENCES`), min_score at its default; hybrid only."""
 
     def to_dict(self) -> dict[str, object]:
         out: dict[str, object] = {
@@ -130,6 +133,8 @@ class EvalReport:
             out["abstention_other_sets"] = self.other_sets.to_dict()
         if self.sweep:
             out["min_score_sweep"] = self.sweep
+        if self.evidence_sweep:
+            out["min_evidence_sweep"] = self.evidence_sweep
         return out
 
 
@@ -143,11 +148,10 @@ class _Tally:
     abstain_asked: int = 0
     abstain_empty: int = 0
     latencies_ms: list[float] = field(default_factory=list)
-    sweep: list[list[tuple[float, frozenset[EvidenceLine]]]] = field(default_factory=list)
-    """Per answerable question: its top 10 at min_score 0, as (score, evidence lines each covers)."""
-    probe_evidence: list[int] = field(default_factory=list)
-    probe_tops: list[float] = field(default_factory=list)
-    """Per abstention probe: the best score anything got (0 when nothing matched)."""
+    asked: list[tuple[Asked, int]] = field(default_factory=list)
+    """Per answerable question: its ranking (top 10 at min_score 0) and how many evidence lines it has."""
+    probes_asked: list[Asked] = field(default_factory=list)
+    """Per abstention probe: its ranking (only whether anything is served counts)."""
     chunks: int = 0
     index_s: float = 0.0
     query_s: float = 0.0
@@ -211,48 +215,46 @@ def _covered(span: Span, q: Qrel) -> frozenset[EvidenceLine]:
     return frozenset(line for line in q.lines if span.covers(line))
 
 
-def threshold_sweep(
-    tally_sweep: Sequence[Sequence[tuple[float, frozenset[EvidenceLine]]]],
-    evidence: Sequence[int],
-    probe_tops: Sequence[float],
-    thresholds: Sequence[float],
-) -> list[dict[str, float]]:
-    """For each min_score: R@10 of the results at or above it, answerable questions left empty, and
-    abstention probes answered "No matches." (hybrid's relaxed fallback adds nothing below text_weight)."""
-    rows: list[dict[str, float]] = []
-    for t in thresholds:
-        recalls, empty = [], 0
-        for kept, total in zip(tally_sweep, evidence, strict=True):
-            covered = {line for score, lines in kept if score >= t for line in lines}
-            recalls.append(len(covered) / total if total else 0.0)
-            empty += not any(score >= t for score, _ in kept)
-        n = max(1, len(recalls))
-        abstain = sum(1 for top in probe_tops if top < t) / max(1, len(probe_tops))
-        rows.append(
-            {
-                "min_score": t,
-                "recall@10": round(sum(recalls) / n, 4),
-                "empty_share": round(empty / n, 4),
-                "abstain": round(abstain, 4),
-            }
-        )
-    return rows
-
-
 def _score(ranked: Sequence[Span], q: Qrel, by_path: Mapping[str, list[Span]]) -> QuestionScore:
     candidates = [s for path in {p for p, _ in q.lines} for s in by_path.get(path, ())]
     return score_question(ranked, q.lines, count_relevant(candidates, q.lines), q.category)
+
+
+@dataclass(frozen=True, slots=True)
+class Ranking:
+    """One question's top k at min_score 0 (no floor, no abstention) and the answer's evidence."""
+
+    scored: list[tuple[Span, float]]
+    evidence: float | None
+
+    def asked(self, q: Qrel | None = None) -> Asked:
+        """For the calibration sweeps: each result's score and the evidence lines of `q` it covers."""
+        return Asked([(score, _covered(span, q) if q else frozenset()) for span, score in self.scored], self.evidence)
+
+
+async def _search(searcher: Searcher, mode: SearchMode, query: str, min_score: float | None) -> SearchResponse:
+    resp = await searcher.search(SearchRequest(query, max_results=TOP_K, min_score=min_score, mode=mode))
+    if resp.mode != mode:
+        reason = (resp.fallback or {}).get("reason", "unknown")
+        raise MemorydError(f"{mode} search did not run ({resp.mode} ran instead): {reason}")
+    return resp
+
+
+def _spans(resp: SearchResponse) -> list[tuple[Span, float]]:
+    return [(Span(r.path, r.start_line, r.end_line), r.score) for r in resp.results]
 
 
 async def ask_scored(
     searcher: Searcher, mode: SearchMode, query: str, min_score: float | None
 ) -> list[tuple[Span, float]]:
     """The top-k spans of one question in `mode` and their scores; raises if another mode answered."""
-    resp = await searcher.search(SearchRequest(query, max_results=TOP_K, min_score=min_score, mode=mode))
-    if resp.mode != mode:
-        reason = (resp.fallback or {}).get("reason", "unknown")
-        raise MemorydError(f"{mode} search did not run ({resp.mode} ran instead): {reason}")
-    return [(Span(r.path, r.start_line, r.end_line), r.score) for r in resp.results]
+    return _spans(await _search(searcher, mode, query, min_score))
+
+
+async def ask_ranking(searcher: Searcher, mode: SearchMode, query: str) -> Ranking:
+    """The ranking (min_score 0: no floor, no abstention) and its evidence."""
+    resp = await _search(searcher, mode, query, MIN_SCORE)
+    return Ranking(_spans(resp), resp.evidence)
 
 
 async def ask(searcher: Searcher, mode: SearchMode, query: str, min_score: float | None) -> list[Span]:
@@ -302,12 +304,11 @@ async def _ask_group(
     try:
         for q in questions:
             asked = time.perf_counter()
-            scored = await ask_scored(searcher, search_mode, q.question, MIN_SCORE)
+            ranking = await ask_ranking(searcher, search_mode, q.question)
             tally.latencies_ms.append((time.perf_counter() - asked) * 1000)
-            ranked = [span for span, _ in scored]
+            ranked = [span for span, _ in ranking.scored]
             tally.scores.append(_score(ranked, q, by_path))
-            tally.sweep.append([(score, _covered(span, q)) for span, score in scored])
-            tally.probe_evidence.append(len(q.lines))
+            tally.asked.append((ranking.asked(q), len(q.lines)))
             if not as_served:
                 continue
             served = await ask(searcher, search_mode, q.question, None)
@@ -316,8 +317,7 @@ async def _ask_group(
         for q in probes if as_served else ():
             tally.abstain_asked += 1
             tally.abstain_empty += not await ask(searcher, search_mode, q.question, None)
-            top = await ask_scored(searcher, search_mode, q.question, MIN_SCORE)
-            tally.probe_tops.append(top[0][1] if top else 0.0)
+            tally.probes_asked.append((await ask_ranking(searcher, search_mode, q.question)).asked())
     finally:
         await searcher.aclose()
     tally.query_s += time.perf_counter() - started
@@ -407,11 +407,19 @@ def _report(
         "k": TOP_K,
         "min_score": MIN_SCORE,
         "served_min_score": s.query.min_score,
+        "served_min_evidence": s.query.min_evidence,  # hybrid only
         **eval_set.counts,
         "scored": len(tally.scores),
         "index_seconds": round(tally.index_s, 3),
         "query_seconds": round(tally.query_s, 3),
     }
+    by_score, by_evidence = (
+        calibration.sweeps(
+            tally.asked, tally.probes_asked, min_score=s.query.min_score, min_evidence=s.query.min_evidence
+        )
+        if tally.served
+        else ([], [])
+    )
     return EvalReport(
         overall=summarise(tally.scores),
         by_category=by_category(tally.scores),
@@ -420,7 +428,8 @@ def _report(
         settings=settings,
         served=Served(summarise(tally.served), tally.served_empty) if searched and tally.served else None,
         abstention=Abstention(tally.abstain_asked, tally.abstain_empty) if searched and tally.abstain_asked else None,
-        sweep=threshold_sweep(tally.sweep, tally.probe_evidence, tally.probe_tops, SWEEP) if tally.served else [],
+        sweep=by_score,
+        evidence_sweep=by_evidence,
     )
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from memoryd.eval import abstain, harness
+from memoryd.eval import abstain, calibration, harness
 from memoryd.eval.dataset import EvalSet, Group, Qrel, stable_key
 
 pytestmark = pytest.mark.anyio
@@ -86,7 +86,7 @@ async def test_every_index_is_asked_the_other_sets_questions_as_served(tmp_path:
     assert added["notes"][("default", "bm25")].other_sets is None  # the floor has no threshold
     # The sweep: at min_score 0 everything matched is an answer; at the highest, nothing is.
     sweep = on_notes.sweep
-    assert [row["min_score"] for row in sweep] == list(harness.SWEEP)
+    assert [row["min_score"] for row in sweep] == list(calibration.MIN_SCORES)
     assert (sweep[0]["abstain_other_sets"], sweep[-1]["abstain_other_sets"]) == (0.75, 1.0)
     assert all(a["abstain_other_sets"] <= b["abstain_other_sets"] for a, b in itertools.pairwise(sweep))
     as_dict = on_notes.to_dict()

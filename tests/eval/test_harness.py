@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from memoryd.eval import harness, locomo
+from memoryd.eval import calibration, harness, locomo
 from memoryd.eval.dataset import EvalSet, Group, Qrel
 from memoryd.eval.harness import Mode
 from memoryd.eval.metrics import Span
@@ -101,3 +101,17 @@ async def test_a_variant_that_changes_the_tokenizer_rebuilds_the_index_for_its_r
     assert reports[("default", "keyword")].settings["fts_tokenizer"] == "unicode61"
     assert reports[("porter", "keyword")].overall.recall_5 == 1.0
     assert reports[("porter", "keyword")].served is None  # only the first variant is asked as served
+
+
+async def test_hybrid_reports_both_calibration_sweeps(tmp_path: Path) -> None:
+    """The other index's question is off-topic: at the default min_evidence it gets nothing."""
+    report = await harness.evaluate(two_notes(), mode="hybrid", work_dir=tmp_path)
+    assert report.abstention is not None and report.abstention.rate == 1.0
+    assert [row["min_evidence"] for row in report.evidence_sweep] == list(calibration.MIN_EVIDENCES)
+    assert {row["min_score"] for row in report.evidence_sweep} == {report.settings["served_min_score"]}
+    assert {row["min_evidence"] for row in report.sweep} == {report.settings["served_min_evidence"]}
+    default = next(r for r in report.evidence_sweep if r["min_evidence"] == report.settings["served_min_evidence"])
+    assert default["abstain"] == report.abstention.rate
+    assert report.served is not None
+    assert default["recall@10"] == pytest.approx(report.served.overall.recall_10)
+    assert "min_evidence_sweep" in report.to_dict()
