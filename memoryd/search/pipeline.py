@@ -111,7 +111,7 @@ class RankOptions:
         now_ms: int,
         timeframe: TimeFrame | None = None,
     ) -> RankOptions:
-        """`min_score` 0 asks for the ranking as it is: no floor and no abstention. OpenClaw's keyword
+        """`min_score` 0 asks for the ranking as it is (scores of 0 or more) with no abstention. OpenClaw's keyword
         strategy measures no coverage, so it never abstains on evidence either."""
         hybrid = settings.query.hybrid
         rrf_k = hybrid.rrf_k

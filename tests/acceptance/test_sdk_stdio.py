@@ -17,7 +17,7 @@ import pytest
 from mcp.client import Client
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
-from tests.acceptance.host import MEMORYD, UserHome
+from tests.acceptance.host import MEMORYD, UserHome, make_home
 
 pytestmark = [pytest.mark.integration, pytest.mark.anyio]
 
@@ -97,3 +97,43 @@ async def test_two_hosts_starting_at_once_get_one_daemon(user: UserHome) -> None
     assert user.daemons() == [user.record()["pid"]]
     log = Path(user.state / "daemon.log").read_text()
     assert log.count("memoryd ready") == 1, log
+
+
+DEFAULTS_CONFIG = '[agents.main]\nworkspace = "~/notes"\n'
+"""Every setting at its default: the packaged local model, hybrid search, min_score and min_evidence."""
+
+
+async def test_a_host_on_the_defaults_gets_hybrid_answers_and_no_match_off_topic(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 14 as an MCP host sees it: a paraphrase is answered, a question about something the notes never
+    mention is an empty answer (with its evidence) although it shares a word with a note, and `minScore` 0
+    still shows the ranking."""
+    user = make_home(tmp_path_factory.mktemp("u"), config=DEFAULTS_CONFIG)
+    monkeypatch.setenv("HOME", str(user.home))
+    try:
+        with tempfile.TemporaryFile("w+") as errlog, anyio.fail_after(120):
+            async with Client(stdio_client(SHIM, errlog=errlog)) as client:
+                while True:  # the model loads in the background; the deadline above bounds the wait
+                    status = (await client.call_tool("status", {})).structured_content
+                    embedding = status["embedding"]
+                    if embedding["state"] == "ready" and embedding.get("filesWithoutVectors", 0) == 0:
+                        break
+                    await anyio.sleep(0.2)
+                ask = {"query": "which database did we pick for the billing move", "waitFresh": 10000}
+                found = (await client.call_tool("memory_search", ask)).structured_content
+                off = (
+                    await client.call_tool("memory_search", {"query": "is the blue whale the largest animal"})
+                ).structured_content
+                ranking = await client.call_tool(
+                    "memory_search", {"query": "is the blue whale the largest animal", "minScore": 0}
+                )
+    finally:
+        user.stop_everything()
+    assert found["mode"] == "hybrid" and found["provider"] == "local"
+    assert [r["path"] for r in found["results"]][:1] == ["memory/2026-01-05.md"]
+    assert found["evidence"] >= 0.12
+    assert (off["mode"], off["results"]) == ("hybrid", [])
+    assert off["evidence"] < 0.12
+    ranked = ranking.structured_content["results"]  # the ranking as it is: "blue" is in MEMORY.md
+    assert [r["path"] for r in ranked][:1] == ["MEMORY.md"], text_of(ranking)
