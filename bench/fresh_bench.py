@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import os
+import shutil
 import time
 from pathlib import Path
 from typing import Any
@@ -21,6 +22,8 @@ from mcp.client import Client
 from bench.corpus import CorpusSpec, Writer, write_corpus
 from bench.daemon_bench import Daemon
 from bench.report import percentile, table
+from memoryd import config as config_mod
+from memoryd.index.engine import IndexEngine
 from memoryd.server.client import unix_client
 
 DEBOUNCE_MS = 1500  # the default sync.watch_debounce_ms
@@ -108,5 +111,42 @@ async def run(out: Path, quick: bool) -> None:
     )
 
 
+async def one_note(out: Path, quick: bool, edits: int = 10) -> None:
+    """The sync a saved note gets: of that note alone (the watcher names it, and a search's sync reads only
+    the named notes) against a delta sync of the tree, alternating on the same index."""
+    spec = CorpusSpec(notes=1_000 if quick else 10_000, transcripts=0, seed=23)
+    ws = write_corpus(out / "corpus-one-note", spec).resolve()
+    state = out / "state-one-note"
+    shutil.rmtree(state, ignore_errors=True)
+    engine = IndexEngine(config_mod.build({}, workspace=ws, state_dir=state).agent(None))
+    await engine.open()
+    named: list[float] = []
+    tree: list[float] = []
+    try:
+        await engine.sync("bench", force=True)
+        notes = sorted((ws / "memory").rglob("*.md"))
+        for i in range(edits):
+            for alone, times in ((True, named), (False, tree)):
+                note = notes[(2 * i + alone) * 97 % len(notes)]
+                with note.open("a") as fh:
+                    fh.write(f"\nedit {time.monotonic_ns()}\n")
+                t0 = time.perf_counter()
+                report = await engine.sync("bench", memory_files=(note,) if alone else ())
+                times.append((time.perf_counter() - t0) * 1000)
+                if report.counts.indexed != 1:
+                    raise RuntimeError(f"one note changed, {report.counts.indexed} indexed")
+    finally:
+        engine.close()
+    table(
+        f"One saved note among {spec.notes:,}: the sync it gets ({edits} edits each, keyword-only)",
+        ["sync", "p50 ms", "max ms"],
+        [
+            ["of the note alone (watcher, search)", percentile(named, 0.5), max(named)],
+            ["delta sync of the tree (before)", percentile(tree, 0.5), max(tree)],
+        ],
+    )
+
+
 def main(out: Path, quick: bool) -> None:
     anyio.run(run, out, quick)
+    anyio.run(one_note, out, quick)

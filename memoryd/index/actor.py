@@ -161,11 +161,11 @@ class AgentIndex:
 
     # ------------------------------------------------------------------ inputs
 
-    def files_changed(self, count: int = 1) -> None:
-        """The watcher saw memory files change."""
+    def files_changed(self, count: int = 1, notes: tuple[Path, ...] = ()) -> None:
+        """The watcher saw memory files change: `notes` names them when a sync of those alone will do."""
         if self.qmd is not None:
             self.qmd.files_changed()
-        self.scheduler.files_changed(count)
+        self.scheduler.files_changed(count, notes)
 
     def transcript_updated(self, path: Path) -> None:
         """A transcript grew (watcher or client event): synced at a delta threshold or when it goes quiet."""

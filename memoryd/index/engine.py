@@ -172,10 +172,13 @@ class IndexEngine:
 
     # ------------------------------------------------------------------ sync
 
-    def mark_dirty(self, *, sessions: Sequence[str] = ()) -> None:
-        self.state.pending += 1
-        if sessions:
+    def mark_dirty(self, *, sessions: Sequence[str] = (), notes: Sequence[str] = (), count: int = 1) -> None:
+        """`count` changes are pending: of the transcripts `sessions` or the notes `notes` (index paths; a
+        sync of those files alone clears them), or anywhere (a delta sync of the tree clears them)."""
+        self.state.pending += count
+        if sessions or notes:
             self.state.dirty_sessions.update(sessions)
+            self.state.dirty_notes.update(notes)
         else:
             self.state.dirty = True
 

@@ -102,6 +102,7 @@ class Indexer:
         if targeted:
             counts = await self._index(store, targeted, prune=(), full=False, progress=progress)
             self._state.dirty_sessions.difference_update(f.path for f in targeted)
+            self._state.dirty_notes.difference_update(f.path for f in targeted)
             for f in targeted:
                 self._state.skipped.pop(f.path, None)
             self._state.skipped.update(counts.skipped)
@@ -113,6 +114,7 @@ class Indexer:
         self._state.skipped = dict(counts.skipped)  # a refused file is never UNCHANGED: every sync lists them all
         self._state.dirty = False
         self._state.dirty_sessions.clear()
+        self._state.dirty_notes.clear()
         return False, counts
 
     def _listing_was_short_of_resources(self) -> bool:
@@ -280,6 +282,7 @@ class Indexer:
             raise
         self._state.dirty = False
         self._state.dirty_sessions.clear()
+        self._state.dirty_notes.clear()
         return counts, moved
 
 

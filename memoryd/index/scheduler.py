@@ -125,11 +125,12 @@ class SyncScheduler:
         except (anyio.ClosedResourceError, anyio.BrokenResourceError):
             log.debug("agent index stopped; change dropped", agent=self.agent.id)
 
-    def files_changed(self, count: int) -> None:
-        for _ in range(count):
-            self.engine.mark_dirty()
+    def files_changed(self, count: int, notes: tuple[Path, ...] = ()) -> None:
+        """Memory files changed: named workspace `notes` are synced alone, anything else by a delta sync."""
+        ws = self.agent.workspace  # the index names a workspace note by its path below it
+        self.engine.mark_dirty(notes=[Path(os.path.relpath(p, ws)).as_posix() for p in notes], count=count)
         if self.settings.sync.watch:
-            self.post(SyncJob("watch", watch=True))
+            self.post(SyncJob("watch", watch=True, memory_files=notes))
 
     def transcript_updated(self, path: Path) -> None:
         self._transcripts.event(path, anyio.current_time())
@@ -213,15 +214,18 @@ class SyncScheduler:
         return len({_index_path(roots, p) for p in self._transcripts.paths()} | self.engine.state.dirty_sessions)
 
     def _post_search_sync(self) -> None:
-        """One request on behalf of searches is enough until a sync starts."""
+        """One request on behalf of searches is enough until a sync starts; of the notes the watcher named
+        alone when nothing else is dirty (a delta sync of the tree per saved note: 0.3 s at 10,000 notes)."""
         if not self._search_sync_posted and not self.syncing:
             self._search_sync_posted = True
-            self.post(SyncJob("search"))
+            state = self.engine.state
+            named = () if state.dirty or state.dirty_sessions else tuple(sorted(state.dirty_notes))
+            self.post(SyncJob("search", memory_files=tuple(self.agent.workspace / p for p in named)))
 
     def _sync_wanted(self) -> bool:
         """Changes a search asks a sync for (transcript growth waits for its threshold or its quiet)."""
         state = self.engine.state
-        return state.dirty or bool(state.dirty_sessions) or state.pending > 0
+        return state.is_dirty or state.pending > 0
 
     # ------------------------------------------------------------------ loops
 

@@ -68,6 +68,8 @@ class RecoveryStats:
 class IndexState:
     dirty: bool = True
     dirty_sessions: set[str] = field(default_factory=set)
+    dirty_notes: set[str] = field(default_factory=set)
+    """Notes the watcher named (index paths): a sync of those alone makes them clean."""
     pending: int = 0
     indexed_at: int = 0
     last_sync: SyncReport | None = None
@@ -81,6 +83,11 @@ class IndexState:
 
     damaged_index: dict[str, str] | None = None  # the index itself while it is rebuilt after damage
 
+    @property
+    def is_dirty(self) -> bool:
+        """The index may miss changes: some anywhere, or of named transcripts or notes."""
+        return self.dirty or bool(self.dirty_sessions) or bool(self.dirty_notes)
+
     def degraded_report(self) -> list[dict[str, str]]:
         places = [u.to_dict() for u in self.degraded]
         return [*places, self.damaged_index] if self.damaged_index is not None else places
@@ -90,7 +97,7 @@ class IndexState:
         return {
             "indexedAt": iso(self.indexed_at),
             "pending": self.pending,
-            "dirty": self.dirty or bool(self.dirty_sessions),
+            "dirty": self.is_dirty,
             "degraded": self.degraded_report(),
         }
 
@@ -99,7 +106,7 @@ class IndexState:
         rec = self.readonly
         last = self.last_sync
         return {
-            "dirty": self.dirty or bool(self.dirty_sessions),
+            "dirty": self.is_dirty,
             "embedding": {"state": self.provider_state, "lastError": self.embedding_error},
             "readonlyRecovery": {
                 "attempts": rec.attempts,

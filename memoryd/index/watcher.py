@@ -7,7 +7,8 @@ recursively (a workspace may be a large tree): the root notes (`MEMORY.md`, `mem
 appearance or removal of any root are checked by a cheap stat poll every `poll_s` seconds, which
 also restarts the watcher on a new root set — so folders and extra paths created after start are
 picked up. When the OS watcher fails (inotify limits, EMFILE) the watcher falls back to polling
-and every actor's status says so.
+and every actor's status says so. A workspace note that changed and is there to read is handed to
+its actor by name (a sync of that file alone); any other change asks for a delta sync of the tree.
 
 A root that exists but cannot be read (EACCES) is left out of the watch and probed by the same
 poll; it is part of the root set, so the watch restarts and the agent syncs (and recovers) as
@@ -32,7 +33,7 @@ from memoryd.errors import describe
 from memoryd.index.actor import AgentIndex
 from memoryd.index.roots import place_error, still_unreadable, unreadable_roots
 from memoryd.media import classify
-from memoryd.sources.discovery import ROOT_NOTES
+from memoryd.sources.discovery import ROOT_NOTES, memory_file_at
 from memoryd.sources.session_roots import IGNORED_DIRS, root_of, transcript_index_path
 
 log = structlog.get_logger(__name__)
@@ -258,8 +259,14 @@ class Watcher:
                 return
 
     def route(self, paths: Iterable[str]) -> None:
-        """Hand each changed path to the actors whose sources contain it."""
+        """Hand each changed path to the actors whose sources contain it.
+
+        A note of the workspace that is there to read is named, so the sync reads that file alone; any
+        other change (a file gone or renamed, a folder, an extra path) asks for a delta sync of the tree,
+        which is what finds deletions and keeps unreadable files' rows."""
         counts: dict[int, int] = {}
+        named: dict[int, list[Path]] = {}
+        whole: set[int] = set()
         actors = self._watched()
         for raw in paths:
             path = os.path.abspath(raw)
@@ -275,8 +282,12 @@ class Watcher:
                     continue
                 if self._is_memory_change(path, actor):
                     counts[i] = counts.get(i, 0) + 1
+                    if memory_file_at(agent.workspace, Path(path)) is not None:
+                        named.setdefault(i, []).append(Path(path))
+                    else:
+                        whole.add(i)
         for i, n in counts.items():
-            actors[i].files_changed(n)
+            actors[i].files_changed(n, () if i in whole else tuple(named.get(i, ())))
 
     @staticmethod
     def _is_memory_change(path: str, actor: AgentIndex) -> bool:

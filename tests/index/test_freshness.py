@@ -15,6 +15,7 @@ import pytest
 
 from memoryd.config import AgentConfig
 from memoryd.index.actor import AgentIndex
+from memoryd.index.state import SyncReport
 from memoryd.index.watcher import Watcher
 from tests.conftest import AgentFactory, transcript_line, write
 
@@ -132,3 +133,59 @@ async def test_wait_fresh_sees_a_write_the_watcher_has_not_reported(workspace: P
         syncs = actor.engine.state.last_sync
         assert await paths(actor, "quince jam", wait_fresh_ms=20_000) == ["sessions/s1.jsonl"]
         assert actor.engine.state.last_sync is syncs
+
+
+async def _synced_until(actor: AgentIndex, query: str, expected: list[str]) -> SyncReport:
+    """The report of the sync that made `query` find `expected` (rows are readable a moment before the
+    engine records its report: wait for both)."""
+    before = actor.engine.state.last_sync
+    with anyio.fail_after(DEADLINE_S):
+        while True:
+            last = actor.engine.state.last_sync
+            if last is not before and last is not None and await paths(actor, query) == expected:
+                return last
+            await anyio.sleep(0.05)  # a bounded re-query until the watcher's sync is done
+
+
+async def test_an_edited_note_is_synced_alone(workspace: Path, make_agent: AgentFactory) -> None:
+    """The watcher names the note it saw change: the sync reads that file and no other."""
+    for n in range(20):
+        write(workspace / "memory" / "many" / f"n{n}.md", f"# Note {n}\n\nRoutine entry number {n}.\n")
+    agent = make_agent(workspace, sync={"watch_debounce_ms": 200, "on_search": False})
+    async with running(agent) as (actor,):
+        write(workspace / "memory" / "many" / "n7.md", "# Note 7\n\nThe heron nests by the old mill.\n")
+        last = await _synced_until(actor, "heron nests mill", ["memory/many/n7.md"])
+        assert last.reason == "watch" and not last.full
+        assert (last.counts.indexed, last.counts.unchanged, last.counts.deleted) == (1, 0, 0)
+        write(workspace / "MEMORY.md", "# Memory\n\n- The spare key is under the cactus.\n")  # a root note, by the poll
+        last = await _synced_until(actor, "spare key cactus", ["MEMORY.md"])
+        assert (last.counts.indexed, last.counts.unchanged) == (1, 0)
+
+
+async def test_a_deleted_or_renamed_note_gets_a_sync_of_the_tree(workspace: Path, make_agent: AgentFactory) -> None:
+    """Only a delta sync of the tree finds what is gone (and keeps an unreadable file's rows)."""
+    agent = make_agent(workspace, sync={"watch_debounce_ms": 200, "on_search": False})
+    async with running(agent) as (actor,):
+        (workspace / "memory" / "projects" / "garden.md").unlink()
+        last = await _synced_until(actor, "tomatoes basil", [])
+        assert last.counts.deleted == 1 and last.counts.unchanged > 0
+        (workspace / "memory" / "2026-01-05.md").rename(workspace / "memory" / "standup.md")
+        last = await _synced_until(actor, "PostgreSQL migration backups", ["memory/standup.md"])
+        assert last.counts.deleted == 1
+
+
+async def test_a_note_saved_while_the_agent_searches_is_synced_alone(workspace: Path, make_agent: AgentFactory) -> None:
+    """Searches find the index dirty and ask for a sync: of the named note only, not of the tree."""
+    for n in range(20):
+        write(workspace / "memory" / "many" / f"n{n}.md", f"# Note {n}\n\nRoutine entry number {n}.\n")
+    agent = make_agent(workspace, sync={"watch_debounce_ms": 5000})  # the search's sync comes first
+    async with running(agent) as (actor,):
+        before = actor.engine.state.last_sync
+        write(workspace / "memory" / "many" / "n3.md", "# Note 3\n\nA kingfisher dives at the weir.\n")
+        with anyio.fail_after(DEADLINE_S):
+            while (
+                await paths(actor, "kingfisher weir") != ["memory/many/n3.md"] or actor.engine.state.last_sync is before
+            ):
+                pass  # the next search, at once
+        last = actor.engine.state.last_sync  # the search's job, joined by the watcher's (named as "watch")
+        assert last is not None and (last.counts.indexed, last.counts.unchanged) == (1, 0)
