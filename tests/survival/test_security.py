@@ -464,11 +464,16 @@ def test_socket_and_index_files_stay_private_across_restarts_and_kills_whatever_
 SECRET_ALPHABET = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
 
 
-def planted_secrets() -> dict[str, tuple[str, str]]:
+SECRETS_SEED = int(os.environ.get("MEMORYD_SECRETS_SEED") or random.SystemRandom().getrandbits(32))
+"""New secrets on every run, from one seed the figures print: `MEMORYD_SECRETS_SEED=<seed>` replays a run."""
+
+
+def planted_secrets(seed: int = SECRETS_SEED) -> dict[str, tuple[str, str]]:
     """Format -> (the text carrying it, the secret). Every secret is random and at least 20 characters."""
+    rng = random.Random(seed)
 
     def body(n: int = 28) -> str:
-        raw = uuid.uuid4().hex + uuid.uuid4().hex
+        raw = f"{rng.getrandbits(128):032x}{rng.getrandbits(128):032x}"
         return "".join(SECRET_ALPHABET[int(c, 16) * 3 % len(SECRET_ALPHABET)] for c in raw)[:n]
 
     s = {name: body() for name in ("env", "json", "cli", "auth", "bearer", "pem", "tg", "tgurl")}
@@ -498,16 +503,15 @@ def planted_secrets() -> dict[str, tuple[str, str]]:
         "Telegram URL": (f"https://api.telegram.org/bot987654321:{s['tgurl']}/getMe", s["tgurl"]),
     }
     out.update({f"{prefix} token": (f"my key is {token} ok", token) for prefix, token in prefixed.items()})
-    out.update(issue_13_families())
+    out.update(issue_13_families(rng))
     return out
 
 
-def issue_13_families() -> dict[str, tuple[str, str]]:
+def issue_13_families(rng: random.Random) -> dict[str, tuple[str, str]]:
     """One planted text per family of tests/sources/secret_formats.py (provider tokens glued, quoted
     and in JSON; PEM split, escaped and unterminated; PGP; URL passwords; Authorization headers;
     passwords in prose; values under secret keys; AWS key id + secret), each secret at least 8
     characters so its fragments can be looked for in the database."""
-    rng = random.Random(uuid.uuid4().int)
     out: dict[str, tuple[str, str]] = {}
     for family, make in FAMILIES.items():
         # A statistical family's one key is drawn from a fixed seed whose key the rule masks (its rate
@@ -576,9 +580,9 @@ def test_planted_secrets_never_reach_the_database_nor_the_logs(
             leaked.append(f"{fmt} (log)")
     figures.append(
         f"secrets: {len(planted)} formats planted in a transcript, {len(set(leaked))} leaked "
-        "(database and WAL bytes after sync, rebuild and shutdown; FTS terms; daemon log)"
+        f"(database and WAL bytes after sync, rebuild and shutdown; FTS terms; daemon log; seed {SECRETS_SEED})"
     )
-    assert sorted(set(leaked)) == []
+    assert sorted(set(leaked)) == [], f"replay with MEMORYD_SECRETS_SEED={SECRETS_SEED}"
     assert hashlib.sha256(transcript.read_bytes()).hexdigest() == before
 
 
