@@ -30,6 +30,8 @@ def run(args: argparse.Namespace, cfg: Config, out: TextIO) -> int:
     else:
         resp = _in_process(args, cfg, agent, query)
     out.write(dump(resp) + "\n" if args.json else format_search(resp))
+    if not args.json and (why := abstention_hint(resp, agent.settings.query.min_evidence)) is not None:
+        sys.stderr.write(why)
     fresh = resp.get("freshness")
     degraded = fresh.get("degraded") if isinstance(fresh, dict) else None
     for place in degraded if isinstance(degraded, list) else []:
@@ -71,6 +73,17 @@ def _in_process(args: argparse.Namespace, cfg: Config, agent: AgentConfig, query
         return await with_qmd(agent, engine, cfg.state_dir, answer, as_is=args.no_sync)
 
     return run_engine(args, agent, body, writer=False, embed=True)
+
+
+def abstention_hint(resp: dict[str, Any], min_evidence: float) -> str | None:
+    """Why an empty hybrid answer is empty, when abstention made it so (the reply's `evidence` says)."""
+    evidence = resp.get("evidence")
+    if resp.get("results") or not isinstance(evidence, int | float) or evidence >= min_evidence:
+        return None
+    return (
+        f"memoryd: nothing in memory is about this (the closest match's evidence {evidence:.2f} is below "
+        f"query.min_evidence {min_evidence:g}); --min-score 0 lists the ranking as it is\n"
+    )
 
 
 def format_search(resp: dict[str, Any]) -> str:

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from memoryd.cli.search import abstention_hint, format_search
 from memoryd.embeddings.local import LoadState, LocalEmbeddingProvider
 from memoryd.index.engine import IndexEngine
 from tests.conftest import AgentFactory, write
@@ -85,3 +86,14 @@ async def test_an_answer_reports_its_evidence(engine: IndexEngine) -> None:
     resp = await engine.search("when is my flight to Lisbon")
     assert [r.path for r in resp.results][:1] == ["memory/travel.md"]
     assert resp.evidence is not None and resp.evidence >= engine.agent.settings.query.min_evidence
+
+
+def test_the_cli_says_why_an_answer_is_empty() -> None:
+    """`memoryd search` prints "No matches." on stdout and, on stderr, that abstention decided it."""
+    empty = {"results": [], "mode": "hybrid", "evidence": 0.063}
+    hint = abstention_hint(empty, 0.12)
+    assert hint is not None and "0.06 is below query.min_evidence 0.12" in hint and "--min-score 0" in hint
+    assert format_search(empty) == "No matches.\n"
+    assert abstention_hint({"results": [], "mode": "keyword"}, 0.12) is None  # no evidence: keyword-only
+    assert abstention_hint({"results": [], "evidence": 0.2}, 0.12) is None  # empty for another reason
+    assert abstention_hint({"results": [{"path": "a.md"}], "evidence": 0.05}, 0.12) is None
