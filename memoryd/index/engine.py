@@ -172,9 +172,9 @@ class IndexEngine:
 
     # ------------------------------------------------------------------ sync
 
-    def mark_dirty(self, *, sessions: Sequence[str] = (), notes: Sequence[str] = (), count: int = 1) -> None:
-        """`count` changes are pending: of the transcripts `sessions` or the notes `notes` (index paths; a
-        sync of those files alone clears them), or anywhere (a delta sync of the tree clears them)."""
+    def mark_dirty(self, *, sessions: Sequence[str] = (), notes: Sequence[Path] = (), count: int = 1) -> None:
+        """`count` changes are pending: of the transcripts `sessions` (index paths) or the notes `notes`
+        (absolute paths; a sync of those files alone clears them), or anywhere (a delta sync clears them)."""
         self.state.pending += count
         if sessions or notes:
             self.state.dirty_sessions.update(sessions)

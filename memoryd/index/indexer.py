@@ -102,7 +102,7 @@ class Indexer:
         if targeted:
             counts = await self._index(store, targeted, prune=(), full=False, progress=progress)
             self._state.dirty_sessions.difference_update(f.path for f in targeted)
-            self._state.dirty_notes.difference_update(f.path for f in targeted)
+            self._state.dirty_notes.difference_update(f.abs_path for f in targeted)
             for f in targeted:
                 self._state.skipped.pop(f.path, None)
             self._state.skipped.update(counts.skipped)

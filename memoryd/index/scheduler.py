@@ -127,8 +127,7 @@ class SyncScheduler:
 
     def files_changed(self, count: int, notes: tuple[Path, ...] = ()) -> None:
         """Memory files changed: named workspace `notes` are synced alone, anything else by a delta sync."""
-        ws = self.agent.workspace  # the index names a workspace note by its path below it
-        self.engine.mark_dirty(notes=[Path(os.path.relpath(p, ws)).as_posix() for p in notes], count=count)
+        self.engine.mark_dirty(notes=notes, count=count)
         if self.settings.sync.watch:
             self.post(SyncJob("watch", watch=True, memory_files=notes))
 
@@ -220,7 +219,7 @@ class SyncScheduler:
             self._search_sync_posted = True
             state = self.engine.state
             named = () if state.dirty or state.dirty_sessions else tuple(sorted(state.dirty_notes))
-            self.post(SyncJob("search", memory_files=tuple(self.agent.workspace / p for p in named)))
+            self.post(SyncJob("search", memory_files=named))
 
     def _sync_wanted(self) -> bool:
         """Changes a search asks a sync for (transcript growth waits for its threshold or its quiet)."""

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import orjson
 
@@ -68,8 +69,8 @@ class RecoveryStats:
 class IndexState:
     dirty: bool = True
     dirty_sessions: set[str] = field(default_factory=set)
-    dirty_notes: set[str] = field(default_factory=set)
-    """Notes the watcher named (index paths): a sync of those alone makes them clean."""
+    dirty_notes: set[Path] = field(default_factory=set)
+    """Notes the watcher named (absolute paths): a sync of those alone makes them clean."""
     pending: int = 0
     indexed_at: int = 0
     last_sync: SyncReport | None = None

@@ -21,7 +21,7 @@ from __future__ import annotations
 import os
 import stat
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import anyio
@@ -212,7 +212,7 @@ class Watcher:
                 recursive=True,
                 ignore_permission_denied=self._skip_unreadable,
             ):
-                self.route(path for _change, path in changes)
+                await self.route([path for _change, path in changes])
                 # Roots are absolute, and so are the paths watchfiles reports under them.
                 gone = sorted({p for c, p in changes if c is not watchfiles.Change.modified} & set(roots.recursive))
                 if gone:
@@ -253,55 +253,70 @@ class Watcher:
             changed = [p for p in roots.notes if now.get(p) != seen.get(p)]
             seen = now
             if changed:
-                self.route(changed)
+                await self.route(changed)
             if await anyio.to_thread.run_sync(self._roots) != roots:
                 stop.set()  # a root appeared, vanished, or became readable or unreadable
                 return
 
-    def route(self, paths: Iterable[str]) -> None:
-        """Hand each changed path to the actors whose sources contain it.
-
-        A note of the workspace that is there to read is named, so the sync reads that file alone; any
-        other change (a file gone or renamed, a folder, an extra path) asks for a delta sync of the tree,
-        which is what finds deletions and keeps unreadable files' rows."""
-        counts: dict[int, int] = {}
-        named: dict[int, list[Path]] = {}
-        whole: set[int] = set()
+    async def route(self, paths: Iterable[str]) -> None:
+        """Hand each changed path to the actors whose sources contain it (the paths are looked at in a
+        worker thread: a checkout touching thousands of notes must not stall the searches)."""
         actors = self._watched()
-        for raw in paths:
-            path = os.path.abspath(raw)
-            for i, actor in enumerate(actors):
-                agent = actor.agent
-                if "sessions" in agent.settings.sources and (root := root_of(agent.session_roots, path)) is not None:
-                    if transcript_index_path(agent.session_roots, path) is not None:
-                        actor.transcript_updated(Path(path))
-                    elif _is_folder_change(path, str(root.path)):
-                        counts[i] = counts.get(i, 0) + 1  # a folder of transcripts came, went or moved
-                    continue
-                if "memory" not in agent.settings.sources:
-                    continue
-                if self._is_memory_change(path, actor):
-                    counts[i] = counts.get(i, 0) + 1
-                    if memory_file_at(agent.workspace, Path(path)) is not None:
-                        named.setdefault(i, []).append(Path(path))
-                    else:
-                        whole.add(i)
-        for i, n in counts.items():
-            actors[i].files_changed(n, () if i in whole else tuple(named.get(i, ())))
+        routes = await anyio.to_thread.run_sync(_plan_routes, actors, list(paths))
+        for i, transcript in routes.transcripts:
+            actors[i].transcript_updated(transcript)
+        for i, n in routes.counts.items():
+            actors[i].files_changed(n, () if i in routes.whole else tuple(routes.named.get(i, ())))
 
-    @staticmethod
-    def _is_memory_change(path: str, actor: AgentIndex) -> bool:
-        agent = actor.agent
-        ws = str(agent.workspace)
-        if path in {os.path.join(ws, n) for n in ROOT_NOTES}:
-            return True
-        extras = [str(p) for p in agent.extra_paths]
-        name = os.path.basename(path)
-        # An image or audio file of an enabled kind in an extra path (multimodal memory).
-        if classify(name, agent.settings.multimodal.kinds) is not None:
-            return any(_inside(path, root) and not _ignored(path, root) for root in extras)
-        for root in [os.path.join(ws, "memory"), *extras]:
-            if _inside(path, root) and not _ignored(path, root):
-                # A markdown file, or a directory (created, removed or renamed) that may hold some.
-                return name.lower().endswith(".md") or "." not in name or os.path.isdir(path)
-        return False
+
+@dataclass(slots=True)
+class _Routes:
+    """Where one batch of changes goes, by the actor's position in the list it was planned for."""
+
+    transcripts: list[tuple[int, Path]] = field(default_factory=list)
+    counts: dict[int, int] = field(default_factory=dict)
+    named: dict[int, list[Path]] = field(default_factory=dict)
+    """Workspace notes there to read: a sync of those files alone."""
+    whole: set[int] = field(default_factory=set)
+    """Actors with any other change (a file gone or renamed, a folder, an extra path): a delta sync of
+    the tree, which is what finds deletions and keeps unreadable files' rows."""
+
+
+def _plan_routes(actors: Sequence[AgentIndex], paths: Sequence[str]) -> _Routes:
+    """Blocking (it stats the paths): what each actor must be told about `paths`."""
+    routes = _Routes()
+    for path in map(os.path.abspath, paths):
+        for i, actor in enumerate(actors):
+            agent = actor.agent
+            if "sessions" in agent.settings.sources and (root := root_of(agent.session_roots, path)) is not None:
+                if transcript_index_path(agent.session_roots, path) is not None:
+                    routes.transcripts.append((i, Path(path)))
+                elif _is_folder_change(path, str(root.path)):
+                    routes.counts[i] = routes.counts.get(i, 0) + 1  # a folder of transcripts came, went or moved
+                continue
+            if "memory" not in agent.settings.sources or not _is_memory_change(path, actor):
+                continue
+            routes.counts[i] = routes.counts.get(i, 0) + 1
+            if memory_file_at(agent.workspace, Path(path)) is not None:
+                routes.named.setdefault(i, []).append(Path(path))
+            else:
+                routes.whole.add(i)
+    return routes
+
+
+def _is_memory_change(path: str, actor: AgentIndex) -> bool:
+    """A note, a folder that may hold some, or a media file of an extra path, among `actor`'s memory."""
+    agent = actor.agent
+    ws = str(agent.workspace)
+    if path in {os.path.join(ws, n) for n in ROOT_NOTES}:
+        return True
+    extras = [str(p) for p in agent.extra_paths]
+    name = os.path.basename(path)
+    # An image or audio file of an enabled kind in an extra path (multimodal memory).
+    if classify(name, agent.settings.multimodal.kinds) is not None:
+        return any(_inside(path, root) and not _ignored(path, root) for root in extras)
+    for root in [os.path.join(ws, "memory"), *extras]:
+        if _inside(path, root) and not _ignored(path, root):
+            # A markdown file, or a directory (created, removed or renamed) that may hold some.
+            return name.lower().endswith(".md") or "." not in name or os.path.isdir(path)
+    return False

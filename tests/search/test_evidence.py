@@ -11,26 +11,12 @@ from hypothesis import strategies as st
 from memoryd import config as config_mod
 from memoryd.search.fuse import Candidate
 from memoryd.search.pipeline import RankOptions, best_evidence, evidence, rank_hybrid
-
-
-def no_mtime(path: str) -> int | None:
-    return None
+from tests.search.candidates import hit, no_mtime
 
 
 def cand(cid: str, *, cos: float = 0.0, kw: float = 0.0, coverage: float = 0.0) -> Candidate:
     """A leg's hit; a keyword hit's `score` is the keyword leg's own score, as search_relaxed gives it."""
-    return Candidate(
-        id=cid,
-        path=f"memory/{cid}.md",
-        source="memory",
-        start_line=1,
-        end_line=3,
-        snippet=cid,
-        vector_score=cos,
-        text_score=kw,
-        score=kw if kw else cos,
-        coverage=coverage,
-    )
+    return hit(cid, vector=cos, text=kw, coverage=coverage)
 
 
 def opts(**kw: object) -> RankOptions:

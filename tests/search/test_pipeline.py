@@ -8,24 +8,7 @@ from hypothesis import strategies as st
 
 from memoryd.search.fuse import Candidate
 from memoryd.search.pipeline import RankOptions, rank_hybrid, rank_single, scaled_rrf
-
-
-def no_mtime(path: str) -> int | None:
-    return None
-
-
-def hit(cid: str, *, vector: float = 0.0, text: float = 0.0, score: float | None = None) -> Candidate:
-    return Candidate(
-        id=cid,
-        path=f"memory/{cid}.md",
-        source="memory",
-        start_line=1,
-        end_line=2,
-        snippet=f"snippet {cid}",
-        vector_score=vector,
-        text_score=text,
-        score=score if score is not None else max(vector, text),
-    )
+from tests.search.candidates import hit, no_mtime
 
 
 def opts(**kw: object) -> RankOptions:

@@ -124,6 +124,37 @@ def test_an_unreadable_file_directory_or_sessions_folder_keeps_its_rows(make_dae
     assert daemon.alive
 
 
+def test_a_note_made_unreadable_keeps_its_rows_through_the_watchers_sync_of_it_alone(
+    make_daemon: DaemonFactory, ws: Path
+) -> None:
+    """The watcher names a changed note and syncs it alone: when it can no longer be read (non-root),
+    that sync keeps its rows, as a delta sync of the tree does."""
+    daemon = make_daemon(CONFIG.format(ws=ws), wrapper=NO_DAC)
+    daemon.start()
+    daemon.wait_for_line("sync done")
+    note = ws / "memory" / "keep.md"
+    edited = ws / "keep.tmp"  # outside memory/: the watcher sees only the rename onto the note
+    edited.write_text("Kiwi plum orchard on the north slope now.\n")
+    edited.chmod(0)
+    os.replace(edited, note)  # a new version nobody can read (chmod alone changes nothing to sync)
+    try:
+        daemon.wait_for_line("cannot read file; keeping its indexed rows")
+        daemon.wait_for_line("sync done")
+        last = status(daemon)["lastSync"]
+        assert (last["reason"], last["unreadable"], last["unchanged"], last["deleted"]) == (
+            "watch",
+            ["memory/keep.md"],
+            0,  # the note alone: no other file was looked at
+            0,
+        )
+        assert query(daemon, "kiwi orchard") == ["memory/keep.md"]  # the old rows
+        assert query(daemon, "plum") == []
+    finally:
+        note.chmod(0o644)
+    eventually_found(daemon, "plum north", ["memory/keep.md"])  # readable again: the next change is indexed
+    assert daemon.alive
+
+
 def test_the_memory_folder_deleted_and_recreated_is_followed_by_the_watcher(
     make_daemon: DaemonFactory, ws: Path
 ) -> None:
