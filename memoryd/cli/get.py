@@ -13,7 +13,6 @@ from memoryd.config import AgentConfig, Config
 
 
 def run(args: argparse.Namespace, cfg: Config, out: TextIO) -> int:
-    agent = choose(args, cfg)
     live = live_daemon(args, cfg)
     if live is not None:
         arguments: dict[str, Any] = {"path": args.path}
@@ -21,9 +20,9 @@ def run(args: argparse.Namespace, cfg: Config, out: TextIO) -> int:
             arguments["from"] = args.from_line
         if args.lines is not None:
             arguments["lines"] = args.lines
-        got = tool(live, agent.id, "memory_get", arguments)
+        got = tool(live, args.agent, "memory_get", arguments)
     else:
-        got = _in_process(args, agent)
+        got = _in_process(args, choose(args, cfg))
     text = str(got.get("text", ""))
     out.write(dump(got) + "\n" if args.json else text + ("" if text.endswith("\n") else "\n"))
     return EXIT_OK

@@ -13,9 +13,11 @@ from memoryd.config import AgentConfig, Config
 
 
 def run(args: argparse.Namespace, cfg: Config, out: TextIO) -> int:
-    agent = choose(args, cfg)
     live = live_daemon(args, cfg)
-    report = request_sync(live, agent.id, force=args.force) if live is not None else _in_process(args, agent)
+    if live is not None:
+        report = request_sync(live, args.agent, force=args.force)
+    else:
+        report = _in_process(args, choose(args, cfg))
     if args.json:
         out.write(dump(report) + "\n")
         return EXIT_OK

@@ -11,6 +11,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from memoryd.cli.agents import only_served
 from memoryd.cli.rpc import DaemonClient
 from memoryd.config import Config
 from memoryd.errors import DaemonError
@@ -45,8 +46,9 @@ def start_daemon(args: argparse.Namespace, cfg: Config) -> Path:
 
 
 def tool(path: Path, agent: str | None, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
-    """Call a tool on the daemon; a tool error becomes a DaemonError with the daemon's message."""
-    with DaemonClient.open(path, agent) as client:
+    """Call a tool on the daemon for `agent` (None: the daemon's only agent, `agents.only_served`); a
+    tool error becomes a DaemonError with the daemon's message."""
+    with DaemonClient.open(path, agent, pick=only_served) as client:
         result = client.call_tool(name, arguments)
     if result.get("isError"):
         content = result.get("content")
@@ -59,9 +61,15 @@ def tool(path: Path, agent: str | None, name: str, arguments: dict[str, Any]) ->
     return data
 
 
+def daemon_agents(path: Path, agent: str | None) -> list[str]:
+    """`agent` alone when named (the daemon refuses it at the bind if it does not serve it), else every
+    agent the daemon serves."""
+    return [agent] if agent else DaemonClient.served_agents(path)
+
+
 def request_sync(path: Path, agent: str | None, *, force: bool, reason: str = "cli") -> dict[str, Any]:
-    """Ask the daemon to sync `agent`'s index now (`memoryd/sync`) and return its report."""
-    with DaemonClient.open(path, agent) as client:
+    """Ask the daemon to sync `agent`'s index (None: its only agent) now (`memoryd/sync`); its report."""
+    with DaemonClient.open(path, agent, pick=only_served) as client:
         report = client.request("memoryd/sync", {"force": force, "reason": reason})
     report.pop("_meta", None)
     return report

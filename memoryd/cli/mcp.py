@@ -13,15 +13,15 @@ from typing import TextIO
 
 import anyio
 
-from memoryd.cli.agents import choose
+from memoryd.cli.agents import choose, only_served
 from memoryd.cli.exits import EXIT_OK
 from memoryd.cli.link import start_daemon
 from memoryd.config import Config
 
 
 def run(args: argparse.Namespace, cfg: Config, out: TextIO) -> int:
-    agent = choose(args, cfg)
     if args.standalone or args.workspace is not None:
+        agent = choose(args, cfg)
         solo = dataclasses.replace(cfg, agents={agent.id: agent})
         from memoryd import logging as logs
 
@@ -30,7 +30,7 @@ def run(args: argparse.Namespace, cfg: Config, out: TextIO) -> int:
         return EXIT_OK
     from memoryd.server.bridge import run_bridge
 
-    anyio.run(run_bridge, start_daemon(args, cfg), agent.id)
+    anyio.run(run_bridge, start_daemon(args, cfg), args.agent, only_served)  # the daemon's agents decide
     return EXIT_OK
 
 

@@ -25,16 +25,15 @@ def run(args: argparse.Namespace, cfg: Config, out: TextIO) -> int:
     if not text.strip():
         sys.stderr.write("memoryd remember: nothing to save (give the text, or '-' and the text on stdin)\n")
         return EXIT_ERROR
-    agent = choose(args, cfg)
     target: Target = "long-term" if args.long_term else "daily"
     live = live_daemon(args, cfg)
     if live is not None:
         arguments: dict[str, Any] = {"text": text, "target": target}
         if args.heading is not None:
             arguments["heading"] = args.heading
-        saved = tool(live, agent.id, "memory_write", arguments)
+        saved = tool(live, args.agent, "memory_write", arguments)
     else:
-        saved = _in_process(args, agent, text, target)
+        saved = _in_process(args, choose(args, cfg), text, target)
     if args.json:
         out.write(dump(saved) + "\n")
         return EXIT_OK

@@ -9,6 +9,7 @@ library and orjson. It never reads more than one reply line past its limit into 
 from __future__ import annotations
 
 import socket
+from collections.abc import Callable
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Self
@@ -23,6 +24,7 @@ PROTOCOL_VERSION = "2025-11-25"
 """The MCP protocol version the CLI asks for (handshake era)."""
 
 BIND_REQUEST_ID = "memoryd-bind"
+AGENTS_METHOD = "memoryd/agents"
 MAX_REPLY_BYTES = 64 * 1024 * 1024
 """Largest reply line accepted (memory_get may return whole files), as memoryd's other clients."""
 
@@ -47,25 +49,18 @@ class DaemonClient:
         self._sock = sock
         self._reader = sock.makefile("rb")
         self._next_id = 1
+        self.agent: str | None = None
+        """The agent the connection is bound to (None: unbound)."""
 
     @classmethod
-    def open(cls, path: Path, agent: str | None) -> DaemonClient:
-        """Connect, bind to `agent` (when given) and finish the `initialize` handshake."""
-        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        sock.settimeout(CONNECT_TIMEOUT_S)
+    def open(cls, path: Path, agent: str | None, *, pick: Callable[[list[str]], str] | None = None) -> DaemonClient:
+        """Connect, bind to `agent` and finish the `initialize` handshake. With no `agent` but a `pick`,
+        the daemon's own agents (`memoryd/agents`) are asked first and `pick` chooses the one to bind
+        (or raises saying how to choose); with neither the connection stays unbound."""
+        client = cls(_connect(path))
         try:
-            sock.connect(str(path))
-        except OSError as exc:
-            sock.close()
-            raise DaemonError(f"cannot reach the memoryd daemon at {path}: {exc.strerror or exc}") from exc
-        try:
-            check_server_peer(sock, path)  # before a byte is sent: the listener must be this user's
-        except BaseException:
-            sock.close()
-            raise
-        sock.settimeout(None)  # a sync may take as long as it takes; Ctrl-C still interrupts
-        client = cls(sock)
-        try:
+            if agent is None and pick is not None:
+                agent = pick(client._served())
             if agent is not None:
                 client._bind(agent)
             client.request(
@@ -80,7 +75,14 @@ class DaemonClient:
         except BaseException:
             client.close()
             raise
+        client.agent = agent
         return client
+
+    @classmethod
+    def served_agents(cls, path: Path) -> list[str]:
+        """The agents the daemon at `path` serves, in its configuration order (one `memoryd/agents`)."""
+        with cls(_connect(path)) as client:
+            return client._served()
 
     def __enter__(self) -> Self:
         return self
@@ -120,6 +122,12 @@ class DaemonClient:
         """`tools/call`: the CallToolResult as the daemon sent it (`isError` for tool errors)."""
         return self.request("tools/call", {"name": name, "arguments": arguments})
 
+    def _served(self) -> list[str]:
+        agents = self.request(AGENTS_METHOD).get("agents")
+        if not isinstance(agents, list) or not all(isinstance(a, str) for a in agents):
+            raise ProtocolError(f"the daemon's answer to {AGENTS_METHOD} carries no list of agent ids")
+        return agents
+
     def _bind(self, agent: str) -> None:
         self._send({"jsonrpc": "2.0", "id": BIND_REQUEST_ID, "method": "memoryd/bind", "params": {"agent": agent}})
         reply = self._reply_to(BIND_REQUEST_ID, "memoryd/bind")
@@ -156,6 +164,24 @@ class DaemonClient:
                 return message
             if message.get("id") is None and "error" in message:  # the daemon could not read what we sent
                 raise _request_error(message["error"], method)
+
+
+def _connect(path: Path) -> socket.socket:
+    """A connection to the daemon at `path`, its listener checked to be this user's before a byte is sent."""
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.settimeout(CONNECT_TIMEOUT_S)
+    try:
+        sock.connect(str(path))
+    except OSError as exc:
+        sock.close()
+        raise DaemonError(f"cannot reach the memoryd daemon at {path}: {exc.strerror or exc}") from exc
+    try:
+        check_server_peer(sock, path)
+    except BaseException:
+        sock.close()
+        raise
+    sock.settimeout(None)  # a sync may take as long as it takes; Ctrl-C still interrupts
+    return sock
 
 
 def _request_error(error: object, method: str) -> DaemonRequestError:

@@ -18,7 +18,6 @@ def run(args: argparse.Namespace, cfg: Config, out: TextIO) -> int:
     if not query or not query.strip():
         sys.stderr.write("memoryd search: a query is required (positional or --query)\n")
         return EXIT_ERROR
-    agent = choose(args, cfg)
     live = live_daemon(args, cfg)
     if live is not None:
         arguments: dict[str, Any] = {"query": query, "corpus": args.corpus}
@@ -26,11 +25,11 @@ def run(args: argparse.Namespace, cfg: Config, out: TextIO) -> int:
             arguments["maxResults"] = args.max_results
         if args.min_score is not None:
             arguments["minScore"] = args.min_score
-        resp = tool(live, agent.id, "memory_search", arguments)
+        resp = tool(live, args.agent, "memory_search", arguments)
     else:
-        resp = _in_process(args, cfg, agent, query)
+        resp = _in_process(args, cfg, choose(args, cfg), query)
     out.write(dump(resp) + "\n" if args.json else format_search(resp))
-    if not args.json and (why := abstention_hint(resp, agent.settings.query.min_evidence)) is not None:
+    if not args.json and (why := abstention_hint(resp)) is not None:
         sys.stderr.write(why)
     fresh = resp.get("freshness")
     degraded = fresh.get("degraded") if isinstance(fresh, dict) else None
@@ -75,10 +74,13 @@ def _in_process(args: argparse.Namespace, cfg: Config, agent: AgentConfig, query
     return run_engine(args, agent, body, writer=False, embed=True)
 
 
-def abstention_hint(resp: dict[str, Any], min_evidence: float) -> str | None:
-    """Why an empty hybrid answer is empty, when abstention made it so (the reply's `evidence` says)."""
-    evidence = resp.get("evidence")
-    if resp.get("results") or not isinstance(evidence, int | float) or evidence >= min_evidence:
+def abstention_hint(resp: dict[str, Any]) -> str | None:
+    """Why an empty hybrid answer is empty, when abstention made it so (the reply's `evidence` and the
+    `minEvidence` it was judged against say: the agent's settings are the daemon's, not this shell's)."""
+    evidence, min_evidence = resp.get("evidence"), resp.get("minEvidence")
+    if resp.get("results") or not isinstance(evidence, int | float) or not isinstance(min_evidence, int | float):
+        return None
+    if evidence >= min_evidence:
         return None
     return (
         f"memoryd: nothing in memory is about this (the closest match's evidence {evidence:.2f} is below "

@@ -9,18 +9,17 @@ import orjson
 
 from memoryd.cli.agents import every
 from memoryd.cli.exits import EXIT_OK
-from memoryd.cli.link import live_daemon, tool
+from memoryd.cli.link import daemon_agents, live_daemon, tool
 from memoryd.cli.output import dump
 from memoryd.config import AgentConfig, Config
 
 
 def run(args: argparse.Namespace, cfg: Config, out: TextIO) -> int:
-    agents = every(args, cfg)
     live = live_daemon(args, cfg)
     if live is not None:
-        statuses = [tool(live, a.id, "status", {"deep": args.deep}) for a in agents]
+        statuses = [tool(live, a, "status", {"deep": args.deep}) for a in daemon_agents(live, args.agent)]
     else:
-        statuses = _in_process(args, cfg, agents)
+        statuses = _in_process(args, cfg, every(args, cfg))
     if args.json:
         out.write(dump(statuses[0] if len(statuses) == 1 else statuses) + "\n")
     else:

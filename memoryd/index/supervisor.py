@@ -44,6 +44,11 @@ class Supervisor:
         self._qmd_gate = EmbedGate(cfg.state_dir / "qmd" / "embed.lock")
 
     def agent_ids(self) -> list[str]:
+        """The agents this daemon serves, in configuration order. While it starts (the socket listens
+        before the actors run), every enabled agent: a client binding to one then waits for it, instead
+        of being told an agent still starting is unknown."""
+        if not self.ready.is_set():
+            return [a.id for a in self.cfg.agents.values() if a.settings.enabled]
         return [a for a in self.cfg.agents if a in self._agents]
 
     def actor(self, agent_id: str) -> AgentIndex:

@@ -52,6 +52,8 @@ class SearchResponse:
     citations: str | None = None  # the configured citations mode, once the results were decorated
     evidence: float | None = None
     """memoryd's hybrid: the best candidate's evidence (`pipeline.evidence`), which `min_evidence` judges."""
+    min_evidence: float = 0.0
+    """The threshold `evidence` was judged against (the agent's `query.min_evidence`; 0 at `minScore` 0)."""
 
     def to_dict(self) -> dict[str, object]:
         out: dict[str, object] = {
@@ -69,6 +71,7 @@ class SearchResponse:
             out["citations"] = self.citations
         if self.evidence is not None:
             out["evidence"] = round(self.evidence, 6)
+            out["minEvidence"] = self.min_evidence
         return out
 
 

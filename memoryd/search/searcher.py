@@ -118,6 +118,7 @@ class Searcher:
         backend: VectorBackend | None = None
         reranked: dict[str, object] | None = None
         evidence: float | None = None
+        min_evidence = 0.0
         if q and sources and limit > 0:
             now = now_ms()
             today = datetime.fromtimestamp(now / 1000).date()  # the user's "today": local time
@@ -127,7 +128,7 @@ class Searcher:
             )
             ranked = await self._ranked(q, run, sources, opts)
             cands, run, backend, reranked = ranked.results, ranked.mode, ranked.backend, ranked.rerank
-            evidence = ranked.evidence
+            evidence, min_evidence = ranked.evidence, opts.min_evidence
             fallback = ranked.fallback or fallback
             results = to_results(cands)
         if fallback is None and self._active.fallback_from is not None:
@@ -142,6 +143,7 @@ class Searcher:
             vector_backend=backend,
             rerank=reranked,
             evidence=evidence,
+            min_evidence=min_evidence,
         )
 
     def _mode(self, wanted: SearchMode) -> tuple[str, dict[str, str] | None]:

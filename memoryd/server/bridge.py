@@ -11,9 +11,10 @@ anywhere in the process cannot corrupt the stream.
 from __future__ import annotations
 
 import os
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import Any
 
 import anyio
 import orjson
@@ -30,6 +31,7 @@ DRAIN_SECONDS = 30.0
 
 BIND_REQUEST_ID = "memoryd-bind"
 """The id of the bind request; a string, so it never collides with the SDK's integer ids."""
+AGENTS_REQUEST_ID = "memoryd-agents"
 _MAX_BIND_REPLY = 1024 * 1024
 _CHUNK = 65536
 _GONE = (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError)
@@ -53,7 +55,27 @@ async def connect(path: Path) -> UnixStream:
 async def bind(daemon: UnixStream, agent: str) -> bytes:
     """Bind the connection to `agent` (`memoryd/bind`, the first message); returns what the daemon
     sent after its answer. NotFoundError when the daemon refuses the agent."""
-    request = {"jsonrpc": "2.0", "id": BIND_REQUEST_ID, "method": "memoryd/bind", "params": {"agent": agent}}
+    reply, rest = await _ask(daemon, BIND_REQUEST_ID, "memoryd/bind", {"agent": agent})
+    error = reply.get("error")
+    if isinstance(error, dict):
+        raise NotFoundError(str(error.get("message", "the daemon refused the agent")))
+    return rest
+
+
+async def served_agents(daemon: UnixStream) -> list[str]:
+    """The agents the daemon serves (`memoryd/agents`, asked before the bind)."""
+    reply, rest = await _ask(daemon, AGENTS_REQUEST_ID, "memoryd/agents", {})
+    agents = reply.get("result", {}).get("agents") if isinstance(reply.get("result"), dict) else None
+    if rest or not isinstance(agents, list) or not all(isinstance(a, str) for a in agents):
+        raise ProtocolError(f"unexpected answer to memoryd/agents: {reply!r:.200}")
+    return agents
+
+
+async def _ask(
+    daemon: UnixStream, request_id: str, method: str, params: dict[str, str]
+) -> tuple[dict[str, Any], bytes]:
+    """Send one request before the session and read its answer line; (the answer, what came after it)."""
+    request = {"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}
     try:
         await daemon.send(orjson.dumps(request) + b"\n")
     except _GONE as exc:
@@ -61,22 +83,19 @@ async def bind(daemon: UnixStream, agent: str) -> bytes:
     received = b""
     while b"\n" not in received:
         if len(received) > _MAX_BIND_REPLY:
-            raise ProtocolError("the daemon's answer to memoryd/bind has no end of line")
+            raise ProtocolError(f"the daemon's answer to {method} has no end of line")
         try:
             received += await daemon.receive()
         except (*_GONE, anyio.EndOfStream):
-            raise DaemonError("the daemon closed the connection before answering memoryd/bind") from None
+            raise DaemonError(f"the daemon closed the connection before answering {method}") from None
     line, _, rest = received.partition(b"\n")
     try:
         reply = orjson.loads(line)
     except orjson.JSONDecodeError as exc:
-        raise ProtocolError(f"unreadable answer to memoryd/bind: {line[:200]!r}") from exc
-    if not isinstance(reply, dict) or reply.get("id") != BIND_REQUEST_ID:
-        raise ProtocolError(f"unexpected answer to memoryd/bind: {line[:200]!r}")
-    error = reply.get("error")
-    if isinstance(error, dict):
-        raise NotFoundError(str(error.get("message", "the daemon refused the agent")))
-    return rest
+        raise ProtocolError(f"unreadable answer to {method}: {line[:200]!r}") from exc
+    if not isinstance(reply, dict) or reply.get("id") != request_id:
+        raise ProtocolError(f"unexpected answer to {method}: {line[:200]!r}")
+    return reply, rest
 
 
 async def bridge(
@@ -86,8 +105,10 @@ async def bridge(
     stdout: ByteSendStream,
     *,
     drain_seconds: float = DRAIN_SECONDS,
+    pick: Callable[[list[str]], str] | None = None,
 ) -> None:
-    """Forward an MCP session between a client's stdio and the daemon, bound to `agent`.
+    """Forward an MCP session between a client's stdio and the daemon, bound to `agent`; with no `agent`
+    but a `pick`, to the one `pick` chooses among the daemon's agents (it raises to refuse them all).
 
     Ends when stdin ends (after the daemon has answered what it already received, at most
     `drain_seconds` later), when the daemon closes, or when stdout's reader goes away. Raises
@@ -95,6 +116,8 @@ async def bridge(
     """
     daemon = await connect(socket_path)
     async with daemon:
+        if agent is None and pick is not None:
+            agent = pick(await served_agents(daemon))
         buffered = await bind(daemon, agent) if agent is not None else b""
         daemon_done = anyio.Event()
         async with anyio.create_task_group() as tg:
@@ -105,10 +128,10 @@ async def bridge(
             tg.cancel_scope.cancel()
 
 
-async def run_bridge(socket_path: Path, agent: str | None) -> None:
+async def run_bridge(socket_path: Path, agent: str | None, pick: Callable[[list[str]], str] | None = None) -> None:
     """`bridge` over this process's real stdin/stdout."""
     async with stdio_streams() as (stdin, stdout):
-        await bridge(socket_path, agent, stdin, stdout)
+        await bridge(socket_path, agent, stdin, stdout, pick=pick)
 
 
 @asynccontextmanager

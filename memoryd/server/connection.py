@@ -31,7 +31,15 @@ from mcp_types import (
 from memoryd import heap
 from memoryd.server.backpressure import DEFAULT_MAX_QUEUED_BYTES, MAX_RUNNING, Outbox, RequestTally
 from memoryd.server.framing import LineReader, Rejection, encode_message, error_response, next_message
-from memoryd.server.mcp import BIND_METHOD, AgentBinding, McpServer, build_server, method_schemas
+from memoryd.server.mcp import (
+    AGENTS_METHOD,
+    BIND_METHOD,
+    AgentBinding,
+    McpServer,
+    build_server,
+    method_schemas,
+    served_agents,
+)
 from memoryd.server.schemas import ToolSchema
 from memoryd.server.service import MemoryService
 from memoryd.server.validate import InvalidArgumentsError, validate_params
@@ -82,8 +90,9 @@ async def _serve(
 ) -> None:
     lines = LineReader(receive, max_line_bytes)
     first = await next_message(lines)
-    while isinstance(first, Rejection):
-        await send.send(encode_message(first.response))
+    while isinstance(first, Rejection) or _is_agents(first):  # `memoryd/agents` may come before the bind
+        reply = first.response if isinstance(first, Rejection) else _agents_reply(service, first)
+        await send.send(encode_message(reply))
         first = await next_message(lines)
     if first is None:
         return
@@ -213,6 +222,20 @@ async def _write_out(outbox: Outbox, send: ByteSendStream, tally: RequestTally, 
             return
         outbox.sent()
         tally.answered(message)
+
+
+def _is_agents(message: JSONRPCMessage | None) -> bool:
+    return isinstance(message, JSONRPCRequest) and message.method == AGENTS_METHOD
+
+
+def _agents_reply(service: MemoryService, message: JSONRPCMessage | None) -> JSONRPCMessage:
+    """The answer to a `memoryd/agents` request sent before the bind (the session's own handler answers later ones)."""
+    assert isinstance(message, JSONRPCRequest)
+    try:
+        validate_params(method_schemas()[AGENTS_METHOD], message.params)
+    except InvalidArgumentsError as exc:
+        return error_response(message.id, INVALID_PARAMS, str(exc))
+    return JSONRPCResponse(jsonrpc="2.0", id=message.id, result=served_agents(service))
 
 
 def _is_bind(message: JSONRPCMessage) -> bool:

@@ -40,6 +40,7 @@ from memoryd.server.service import MemoryService
 log = structlog.get_logger(__name__)
 
 BIND_METHOD = "memoryd/bind"
+AGENTS_METHOD = "memoryd/agents"
 SYNC_METHOD = "memoryd/sync"
 TRANSCRIPT_UPDATED_METHOD = "memoryd/transcriptUpdated"
 
@@ -89,6 +90,10 @@ class BindParams(RequestParams):
     """`memoryd/bind` params (request or notification; the first message of a connection only)."""
 
     agent: str
+
+
+class AgentsParams(RequestParams):
+    """`memoryd/agents` params: none."""
 
 
 class SyncParams(RequestParams):
@@ -170,10 +175,20 @@ def build_server(service: MemoryService, tools: Sequence[ToolSchema], binding: A
         on_list_tools=list_tools,
         on_call_tool=call_tool,
     )
+
+    async def agents(ctx: ServerRequestContext[dict[str, Any]], params: AgentsParams) -> dict[str, Any]:
+        return served_agents(service)
+
+    server.add_request_handler(AGENTS_METHOD, AgentsParams, agents)
     server.add_request_handler(SYNC_METHOD, SyncParams, sync)
     server.add_notification_handler(TRANSCRIPT_UPDATED_METHOD, TranscriptUpdatedParams, transcript_updated)
     server.middleware.append(param_guard(method_schemas()))
     return server
+
+
+def served_agents(service: MemoryService) -> dict[str, Any]:
+    """`memoryd/agents`' result: the agents this daemon serves (a client applies its agent rule to them)."""
+    return {"agents": service.agent_ids()}
 
 
 @functools.cache

@@ -31,7 +31,7 @@ TOOL_NAMES = ("memory_search", "memory_get", "status", "memory_write")
 """The tools memoryd serves, in tools/list order."""
 
 METHODS_FILE = "memoryd.methods.json"
-"""The params schemas of memoryd's own methods (memoryd/bind, memoryd/sync, memoryd/transcriptUpdated)."""
+"""The params schemas of memoryd's own methods (memoryd/bind, /agents, /sync, /transcriptUpdated)."""
 
 _INPUT_KEYWORDS = frozenset(  # what memoryd.server.validate implements
     {

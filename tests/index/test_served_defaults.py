@@ -80,6 +80,8 @@ async def test_one_word_in_common_with_an_unrelated_note_is_no_answer(engine: In
     served = await engine.search(query)
     assert served.results == []
     assert served.to_dict()["evidence"] == pytest.approx(ranking.evidence, abs=1e-6)
+    assert served.to_dict()["minEvidence"] == engine.agent.settings.query.min_evidence
+    assert ranking.to_dict()["minEvidence"] == 0.0  # minScore 0: judged against nothing
 
 
 async def test_an_answer_reports_its_evidence(engine: IndexEngine) -> None:
@@ -89,11 +91,13 @@ async def test_an_answer_reports_its_evidence(engine: IndexEngine) -> None:
 
 
 def test_the_cli_says_why_an_answer_is_empty() -> None:
-    """`memoryd search` prints "No matches." on stdout and, on stderr, that abstention decided it."""
-    empty = {"results": [], "mode": "hybrid", "evidence": 0.063}
-    hint = abstention_hint(empty, 0.12)
+    """`memoryd search` prints "No matches." on stdout and, on stderr, that abstention decided it, by the
+    threshold the reply says it was judged against (the daemon's agent's, not this shell's config)."""
+    empty = {"results": [], "mode": "hybrid", "evidence": 0.063, "minEvidence": 0.12}
+    hint = abstention_hint(empty)
     assert hint is not None and "0.06 is below query.min_evidence 0.12" in hint and "--min-score 0" in hint
     assert format_search(empty) == "No matches.\n"
-    assert abstention_hint({"results": [], "mode": "keyword"}, 0.12) is None  # no evidence: keyword-only
-    assert abstention_hint({"results": [], "evidence": 0.2}, 0.12) is None  # empty for another reason
-    assert abstention_hint({"results": [{"path": "a.md"}], "evidence": 0.05}, 0.12) is None
+    assert abstention_hint({"results": [], "mode": "keyword"}) is None  # no evidence: keyword-only
+    assert abstention_hint({"results": [], "evidence": 0.2, "minEvidence": 0.12}) is None  # empty for another reason
+    assert abstention_hint({"results": [{"path": "a.md"}], "evidence": 0.05, "minEvidence": 0.12}) is None
+    assert abstention_hint({"results": [], "evidence": 0.05, "minEvidence": 0.0}) is None  # minScore 0: no abstention

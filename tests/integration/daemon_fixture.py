@@ -84,6 +84,8 @@ class Daemon:
     env: dict[str, str]
     proc: subprocess.Popen[str] | None = None
     wrapper: Sequence[str] = ()
+    serve_args: Sequence[str] = ()
+    """More `memoryd serve` arguments (`--socket PATH`)."""
     runs: list[LogPump] = field(default_factory=list)
     _cursor: int = 0
 
@@ -115,6 +117,7 @@ class Daemon:
             str(self.state),
             "--log-level",
             log_level,
+            *self.serve_args,
         ]
         self.proc = subprocess.Popen(
             [*self.wrapper, *command],

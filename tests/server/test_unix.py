@@ -242,3 +242,21 @@ async def test_a_late_bind_is_refused_and_the_binding_stays(daemon: Path) -> Non
             status = await client.request(10, "tools/call", {"name": "status", "arguments": {}})
     assert late["error"]["code"] == -32600
     assert status["result"]["structuredContent"]["agent"] == "alpha"
+
+
+async def test_the_agents_are_listed_before_the_bind_and_in_the_session(daemon: Path) -> None:
+    """`memoryd/agents` lets a client apply its agent rule to the daemon's agents, then bind on the same
+    connection; a bad params object is answered and the connection goes on."""
+    with anyio.fail_after(10):
+        async with raw_client(daemon) as client:
+            listed = await client.request("a", "memoryd/agents")
+            bad = await client.request("x", "memoryd/agents", {"verbose": True})
+            bound = await client.request("b", "memoryd/bind", {"agent": "beta"})
+            await client.initialize()
+            again = await client.request(7, "memoryd/agents", {})
+            status = await client.request(8, "tools/call", {"name": "status", "arguments": {}})
+    assert listed == {"jsonrpc": "2.0", "id": "a", "result": {"agents": ["alpha", "beta"]}}
+    assert bad["error"]["code"] == -32602 and "verbose is not an accepted argument" in bad["error"]["message"]
+    assert bound["result"] == {"agent": "beta"}
+    assert again["result"]["agents"] == ["alpha", "beta"]
+    assert status["result"]["structuredContent"]["agent"] == "beta"
