@@ -16,25 +16,30 @@ from pathlib import Path
 
 import anyio
 
+from bench import start_bench
 from bench.corpus import CorpusSpec, Writer
 from bench.daemon_bench import Daemon
 from bench.report import table
+from memoryd.runtime.record import EXIT_ALREADY_RUNNING
 
 
-def _wall(argv: list[str]) -> float:
+def _wall(argv: list[str], status: int = 0) -> float:
     t0 = time.perf_counter()
-    subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
+    quiet = subprocess.DEVNULL
+    done = subprocess.run(argv, stdin=quiet, stdout=quiet, stderr=quiet, check=False)
+    if done.returncode != status:
+        raise RuntimeError(f"{argv[:4]} exited with {done.returncode}, not {status}")
     return time.perf_counter() - t0
 
 
-def paired(argv: list[str], runs: int) -> tuple[float, float, float]:
+def paired(argv: list[str], runs: int, status: int = 0) -> tuple[float, float, float]:
     """(median wall s of `argv`, median wall s of `python -c pass`, median of the per-pair ratios)."""
     baseline = [sys.executable, "-c", "pass"]
-    _wall(argv)  # warm the page cache, not counted
+    _wall(argv, status)  # warm the page cache, not counted
     _wall(baseline)
     a, b = [], []
     for _ in range(runs):
-        a.append(_wall(argv))
+        a.append(_wall(argv, status))
         b.append(_wall(baseline))
     return statistics.median(a), statistics.median(b), statistics.median(x / y for x, y in zip(a, b, strict=True))
 
@@ -64,6 +69,10 @@ def main(out: Path, quick: bool) -> None:
         search += ["--state-dir", str(d.dir / "state")]
         search_s, pass_s, ratio = paired(search, runs)
         rows.append(["memoryd search (through the daemon, hybrid)", search_s, pass_s, ratio, "<= 0.4 s"])
+        second = [*memoryd, "serve", "--config", str(d.config), "--state-dir", str(d.dir / "state")]
+        lost_s, pass_s, ratio = paired(second, runs, status=EXIT_ALREADY_RUNNING)
+        rows.append(["a second memoryd serve exits 3 (a daemon holds the state)", lost_s, pass_s, ratio, "<= 1 s"])
+        race = start_bench.rows(out, d.config, 2 if quick else 5)
     finally:
         d.stop()
     table(
@@ -71,3 +80,4 @@ def main(out: Path, quick: bool) -> None:
         ["command", "wall s", "python -c pass s", "ratio", "target"],
         rows,
     )
+    table("Daemons started at once on one state directory (local model; from the common start)", ["", "s"], race)

@@ -251,13 +251,17 @@ def prepare_workspaces(cfg: Config) -> None:
             log.warning("agent workspace does not exist yet", agent=agent.id, workspace=str(agent.workspace))
 
 
-def run(cfg: Config, *, config_path: Path | None = None, socket_path: Path | None = None) -> int:
+def run(
+    cfg: Config, *, config_path: Path | None = None, socket_path: Path | None = None, claim: StateClaim | None = None
+) -> int:
     """Blocking entry point for the CLI; adopts the listening socket systemd passed, if it passed one.
 
-    Raises DaemonRunningError (before touching anything) when another daemon holds the state directory.
+    `claim` is the state directory's lock, taken by `memoryd serve` before it imported this module;
+    without one it is taken here, and DaemonRunningError raised (before touching anything) when
+    another daemon holds the state directory. Released on the way out either way.
     """
     heap.limit_arenas()  # before any thread exists: see memoryd.heap
-    claim = claim_state_dir(cfg.state_dir)
+    claim = claim if claim is not None else claim_state_dir(cfg.state_dir)
     try:
         prepare_workspaces(cfg)
         listener = inherited_unix_listener()

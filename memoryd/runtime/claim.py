@@ -26,7 +26,9 @@ from memoryd.runtime.record import DaemonRecord, lock_path, pid_in_lock, read_re
 log = structlog.get_logger(__name__)
 
 _PROBE_PATIENCE_S = 1.0
-"""How long a lock held by no recorded daemon is retried: a client's probe holds it for an instant."""
+"""How long a lock held shared is retried: a client's probe holds it so for an instant."""
+_PID_PATIENCE_S = 1.0
+"""How long a loser waits for the winner's pid, to name it (the winner writes it right after locking)."""
 
 
 class StateClaim:
@@ -95,12 +97,11 @@ def claim_state_dir(state_dir: Path, *, patience_s: float = _PROBE_PATIENCE_S) -
             if exc.errno not in (errno.EWOULDBLOCK, errno.EAGAIN):
                 os.close(fd)
                 raise DaemonError(f"cannot lock {path}: {exc.strerror}") from exc
-        holder = _holder(fd, state_dir)
-        if holder is not None or time.monotonic() >= deadline:
-            pid = pid_in_lock(fd)
+        if _held_exclusively(fd) or time.monotonic() >= deadline:
+            message = already_running(state_dir, _holder(fd, state_dir), _written_pid(fd))
             os.close(fd)
-            raise DaemonRunningError(already_running(state_dir, holder, pid))
-        time.sleep(0.02)
+            raise DaemonRunningError(message)
+        time.sleep(0.02)  # only clients' probes hold it, shared, for an instant
     os.ftruncate(fd, 0)
     os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
     if tightened:
@@ -117,6 +118,26 @@ def already_running(state_dir: Path, holder: DaemonRecord | None, pid: int) -> s
         )
     who = f"pid {pid}" if pid else "another process"
     return f"another memoryd daemon ({who}) holds {lock_path(state_dir)} and is still starting; nothing to start"
+
+
+def _held_exclusively(fd: int) -> bool:
+    """Whether a daemon holds the lock (exclusively, from its first instant), not a client's probe
+    (`record.held_by` takes it shared): the loser of daemons started at once knows it lost at once,
+    without waiting for the winner to write its pid or its record."""
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except OSError as exc:
+        return exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN)
+    fcntl.flock(fd, fcntl.LOCK_UN)
+    return False
+
+
+def _written_pid(fd: int) -> int:
+    """The pid the lock's holder writes just after taking it (0 if it has not yet, after a short wait)."""
+    deadline = time.monotonic() + _PID_PATIENCE_S
+    while not (pid := pid_in_lock(fd)) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return pid
 
 
 def _holder(fd: int, state_dir: Path) -> DaemonRecord | None:

@@ -178,3 +178,19 @@ def test_a_record_that_is_not_the_users_is_refused(tmp_path: Path) -> None:
     record_path(state).symlink_to(tmp_path / "elsewhere.json")
     with pytest.raises(NotPrivateError, match="symbolic link"):
         read_record(state)
+
+
+def test_a_daemon_that_has_just_locked_is_told_from_a_clients_probe(tmp_path: Path) -> None:
+    """An exclusive holder is a daemon, from its first instant (before its pid or record is written):
+    the claim gives up at once, not after the patience it grants a client's shared probe."""
+    state = tmp_path / "state"
+    state.mkdir(mode=0o700)
+    script = HOLD_LOCK.replace('os.ftruncate(fd, 0)\nos.write(fd, f"{os.getpid()}\\n".encode())\n', "")
+    assert "os.write" not in script
+    with subprocess.Popen(
+        [sys.executable, "-c", script, str(lock_path(state))], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    ) as proc:
+        assert proc.stdout is not None and proc.stdout.readline() == "held\n"
+        with pytest.raises(DaemonRunningError, match=r"another process.*still starting"):
+            claim_state_dir(state, patience_s=3600)
+        proc.kill()
