@@ -90,6 +90,7 @@ SETTINGS: dict[str, Range] = {
     "query.rerank.timeout_ms": at_least(1),
     "query.rerank.weight": FRACTION,
     "cache.max_entries": at_least(0),  # 0 = no cap
+    "store.quick_check_interval_minutes": at_least(0),  # 0 = only at start
     "files.max_markdown_bytes": at_least(1),
     "files.max_transcript_bytes": at_least(1),
     "multimodal.max_file_bytes": at_least(1),

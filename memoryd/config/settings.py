@@ -171,6 +171,9 @@ class StoreSettings:
     quick_check: bool = True
     """Run SQLite's quick_check over the index in the background each time the agent starts (O(size):
     ~8 s for 300 MB); damage it finds is rebuilt from the sources (memoryd.index.integrity)."""
+    quick_check_interval_minutes: float = 30.0
+    """Then again in idle time, at most this often and only when the file changed since the last check
+    (memoryd.index.checkup); 0: only at start."""
 
 
 @dataclass(frozen=True, slots=True)

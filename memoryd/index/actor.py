@@ -21,6 +21,7 @@ from memoryd.config import AgentConfig
 from memoryd.embeddings.base import EmbeddingProvider
 from memoryd.embeddings.select import Selection, first_candidate
 from memoryd.errors import CorruptDatabaseError, MemorydError
+from memoryd.index.checkup import Checkup
 from memoryd.index.engine import IndexEngine
 from memoryd.index.integrity import Corruption
 from memoryd.index.saving import SaveReport, save
@@ -62,6 +63,9 @@ class AgentIndex:
             self._provider_resolved.set()
         self.engine = IndexEngine(agent)
         self.scheduler = SyncScheduler(agent, self.engine, ready=self._provider_resolved, after_sync=self._after_sync)
+        self.checkup = Checkup(
+            self.engine.integrity, self.scheduler, agent.db_path, self.settings.store, self._rebuild_if_damaged
+        )
         self.watch_mode = "off"
         self._rebuild_asked_for: Corruption | None = None
         self.watch_error: str | None = None
@@ -86,8 +90,7 @@ class AgentIndex:
                     # The builtin index keeps syncing beside QMD: that is what makes the fallback instant.
                     await tg.start(self.qmd.run)
                 await tg.start(self.scheduler.run)
-                if self.settings.store.quick_check:
-                    tg.start_soon(self._check_integrity)
+                tg.start_soon(self.checkup.run)
                 if self._provider_factory is not None:
                     tg.start_soon(self._load_provider)
                 task_status.started()
@@ -116,17 +119,6 @@ class AgentIndex:
         self.engine.state.provider_state = "ready" if selection.provider is not None else "unavailable"
         self._provider_resolved.set()
 
-    async def _check_integrity(self) -> None:
-        """quick_check in the background once the agent serves: seconds on a large index, so nothing waits
-        for it (see memoryd.index.integrity)."""
-        try:
-            await anyio.to_thread.run_sync(self.engine.integrity.run_quick_check, abandon_on_cancel=True)
-        except MemorydError as exc:
-            log.warning("integrity check could not run", agent=self.agent.id, error=str(exc))
-        finally:
-            self.engine.integrity.interrupt()  # cancelled (the agent stops): the abandoned thread ends at once
-        self._rebuild_if_damaged()
-
     def _rebuild_if_damaged(self) -> None:
         """Damage found anywhere (the check, a read, a sync) and no rebuild asked for yet: ask for one."""
         damage = self.engine.integrity.corruption
@@ -135,6 +127,7 @@ class AgentIndex:
             self.scheduler.post(SyncJob("corruption"))
 
     async def _after_sync(self) -> None:
+        self.checkup.sync_ended()
         if self.engine.state.embedding_error:
             await self._switch_to_fallback()
 

@@ -3,7 +3,8 @@
 Damage is found four ways: the file cannot be opened at all (moved aside at once: there is nothing to
 serve); SQLite's `PRAGMA quick_check` in the background after the agent starts (it reads every page:
 ~8 s for a 300 MB index on a loaded 2-core machine, too slow to hold start-up for, so the agent serves
-while it runs; `store.quick_check = false` turns it off); any read that meets SQLITE_CORRUPT or
+while it runs), and again in idle time when the file changed (`memoryd.index.checkup`;
+`store.quick_check = false` turns both off); any read that meets SQLITE_CORRUPT or
 SQLITE_NOTADB (a search, status, the stat pass: the reader pool reports it); and any sync, which
 checks the file's header first (one pread) and reports what its writes meet.
 
@@ -21,8 +22,10 @@ to start a rebuild, while syncs only met the pages they wrote.
 
 from __future__ import annotations
 
+import threading
 import time
 from dataclasses import dataclass
+from typing import Literal
 
 import apsw
 import structlog
@@ -63,14 +66,18 @@ class Corruption:
         }
 
 
+Trigger = Literal["start", "idle"]
+
+
 @dataclass(frozen=True, slots=True)
 class IntegrityCheck:
     at_ms: int
     duration_ms: int
     result: str  # "ok", or what quick_check found
+    trigger: Trigger = "start"  # as the agent started, or in idle time (memoryd.index.checkup)
 
     def to_dict(self) -> dict[str, object]:
-        return {"at": iso(self.at_ms), "durationMs": self.duration_ms, "result": self.result}
+        return {"at": iso(self.at_ms), "durationMs": self.duration_ms, "result": self.result, "trigger": self.trigger}
 
 
 class Integrity:
@@ -120,20 +127,32 @@ class Integrity:
         if problem is not None:
             self.note("a sync", problem)
 
-    def run_quick_check(self) -> IntegrityCheck:
-        """SQLite's quick_check over a pooled reader (blocking: seconds on a large index)."""
+    def run_quick_check(self, trigger: Trigger = "start", stop: threading.Event | None = None) -> IntegrityCheck | None:
+        """SQLite's quick_check over a pooled reader (blocking: seconds on a large index). None when it was
+        stopped (`stop` set, then `interrupt`: a sync started, or the agent stops): nothing is recorded."""
         started = time.monotonic()
-        with self._readers.reader() as (conn, _vec):
-            self._checking = conn
-            try:
-                problem = quick_check(conn)
-            finally:
-                self._checking = None
-        self.last_check = IntegrityCheck(now_ms(), int((time.monotonic() - started) * 1000), problem or "ok")
+        try:
+            with self._readers.reader(fresh=True) as (conn, _vec):
+                self._checking = conn
+                try:
+                    problem = None if stop is not None and stop.is_set() else quick_check(conn)
+                finally:
+                    self._checking = None
+        except apsw.InterruptError:
+            problem = None
+        if problem is None and stop is not None and stop.is_set():
+            log.info("integrity check yielded", agent=self.agent.id, trigger=trigger)
+            return None
+        duration_ms = int((time.monotonic() - started) * 1000)
+        self.last_check = IntegrityCheck(now_ms(), duration_ms, problem or "ok", trigger)
         if problem is not None:
             self.note("the integrity check", problem)
         log.info(
-            "integrity check done", agent=self.agent.id, ms=self.last_check.duration_ms, result=self.last_check.result
+            "integrity check done",
+            agent=self.agent.id,
+            ms=self.last_check.duration_ms,
+            result=self.last_check.result,
+            trigger=trigger,
         )
         return self.last_check
 

@@ -77,6 +77,7 @@ class SyncScheduler:
         self._send: MemoryObjectSendStream[SyncJob] = send
         self._recv: MemoryObjectReceiveStream[SyncJob] = recv
         self.syncing = False
+        self.sync_started = anyio.Event()  # set as each sync starts, then replaced (an idle-time check yields)
         self.first_sync = anyio.Event()
         self._synced = anyio.Event()
         self._last_result: SyncReport | BaseException | None = None
@@ -274,6 +275,8 @@ class SyncScheduler:
             session_files = tuple(dict.fromkeys(p for j in jobs for p in j.session_files))
             memory_files = tuple(dict.fromkeys(p for j in jobs for p in j.memory_files))
         self.syncing = True
+        self.sync_started.set()
+        self.sync_started = anyio.Event()
         self._search_sync_posted = False
         started = anyio.current_time()
         try:

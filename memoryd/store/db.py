@@ -176,6 +176,8 @@ def quick_check(conn: apsw.Connection) -> str | None:
     ~8 s for a 300 MB index on a loaded 2-core machine); the first problems it names, or None."""
     try:
         rows = [str(r[0]) for r in conn.execute("PRAGMA quick_check(5)").fetchall()]
+    except apsw.InterruptError:
+        raise  # the caller stopped it (memoryd.index.integrity): not a failure of the check
     except apsw.Error as exc:
         if isinstance(exc, apsw.CorruptError | apsw.NotADBError):
             return str(exc)

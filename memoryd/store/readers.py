@@ -33,11 +33,13 @@ class ReaderPool:
         self._cond = threading.Condition()
 
     @contextlib.contextmanager
-    def reader(self) -> Iterator[tuple[apsw.Connection, VecState]]:
+    def reader(self, *, fresh: bool = False) -> Iterator[tuple[apsw.Connection, VecState]]:
+        """A reading connection, counted while out (`paused` waits for it); `fresh`: a new one, closed after
+        use, with no page cached by earlier reads (the integrity check reads the file as it is now)."""
         with self._cond:
             while self._paused:
                 self._cond.wait()
-            item = self._idle.pop() if self._idle else None
+            item = self._idle.pop() if self._idle and not fresh else None
             self._out += 1
         try:
             if item is None:
@@ -58,7 +60,7 @@ class ReaderPool:
             with self._cond:
                 self._out -= 1
                 if item is not None:
-                    if len(self._idle) < self._size and not self._paused:
+                    if len(self._idle) < self._size and not self._paused and not fresh:
                         self._idle.append(item)
                     else:
                         with contextlib.suppress(apsw.Error):

@@ -178,3 +178,39 @@ def test_a_header_overwritten_while_running_is_found_by_the_next_sync_and_rebuil
     assert Path(status["corruption"]["movedTo"]).exists()
     assert all_tokens_found(daemon) == []
     assert daemon.alive
+
+
+def test_pages_no_search_reads_overwritten_while_running_are_found_in_idle_time_and_rebuilt(
+    make_daemon: DaemonFactory, ws: Path, figures: list[str]
+) -> None:
+    """Issue 23, item 4: six pages of the chunks table overwritten under a running daemon. Nothing reads
+    them (no search, no sync: nothing changed in the notes); the idle-time check finds them and the index
+    is rebuilt without a restart."""
+    every_so_often = "quick_check = true\nquick_check_interval_minutes = 0.01\n"  # at most every 0.6 s
+    daemon = make_daemon(CONFIG.format(ws=ws, quick_check="true").replace("quick_check = true\n", every_so_often))
+    daemon.start()
+    daemon.wait_for_line("sync done")
+    db = daemon.state / "agents" / "main" / "index.sqlite"
+    conn = apsw.Connection(str(db))  # every page into the file itself, so the overwrite is what SQLite reads
+    try:
+        busy, _log, _done = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone() or (1, 0, 0)
+    finally:
+        conn.close()
+    assert busy == 0
+    pages, size = pages_of(db, ("chunks",))
+    overwrite(db, random.Random(7).sample(pages, 6), size)
+    damaged_at = daemon.wait_for_line("index database is damaged", timeout=120)
+    assert "the integrity check" in damaged_at, damaged_at
+    daemon.wait_for_line("index rebuilt after damage", timeout=120)
+    _failed, _text, status = tool(daemon, "status", {})
+    corruption = status["corruption"]
+    assert corruption["foundBy"] == "the integrity check" and corruption["rebuilding"] is False
+    assert Path(corruption["movedTo"]).exists()
+    assert status["integrityCheck"]["trigger"] == "idle"
+    assert status["files"] == NOTES and status["degraded"] == []
+    assert all_tokens_found(daemon) == []
+    assert daemon.alive
+    figures.append(
+        f"6 chunk pages overwritten while running, read by nothing: found by the idle-time check "
+        f"(interval 0.6 s) at {corruption['detectedAt']}, rebuilt at {corruption['rebuiltAt']}"
+    )
