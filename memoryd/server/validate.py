@@ -93,8 +93,8 @@ def _check_value(where: str, schema: Mapping[str, Any], value: Any) -> Any:
         if not any(_has_type(value, t) for t in allowed):
             raise InvalidArgumentsError(where, f"must be {_describe_types(allowed)} (got {_json_type(value)})")
         if "integer" in allowed and _has_type(value, "integer") and abs(value) > SAFE_INTEGER:
-            bound = "at most" if value > 0 else "at least -"
-            raise InvalidArgumentsError(where, f"must be {bound}{SAFE_INTEGER} (got {_show_number(value)})")
+            bound = f"at most {SAFE_INTEGER}" if value > 0 else f"at least {-SAFE_INTEGER}"
+            raise InvalidArgumentsError(where, f"must be {bound} (got {_show_number(value)})")
         if isinstance(value, float) and "integer" in allowed and "number" not in allowed:
             value = int(value)
     if "enum" in schema and not any(_same_json(value, option) for option in schema["enum"]):

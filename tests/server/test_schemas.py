@@ -131,3 +131,12 @@ def test_a_blank_query_is_refused_in_words_not_a_regex(query: str) -> None:
     with pytest.raises(InvalidArgumentsError) as caught:
         validate_arguments(SEARCH, {"query": query})
     assert str(caught.value) == "invalid arguments: query must not be blank (it holds only whitespace)"
+
+
+@given(st.one_of(st.integers(min_value=2**53), st.integers(max_value=-(2**53)), st.sampled_from([1e300, -1e300])))
+def test_an_integer_past_the_safe_range_is_refused_in_words_with_its_bound(value: float) -> None:
+    """The bound and the words around it are spaced (it read `at most9007199254740991`)."""
+    with pytest.raises(InvalidArgumentsError) as refused:
+        validate_arguments(TOOLS["memory_get"], {"path": "MEMORY.md", "from": value})
+    bound = "at most 9007199254740991" if value > 0 else "at least -9007199254740991"
+    assert str(refused.value).startswith(f"invalid arguments: from must be {bound} (got ")
