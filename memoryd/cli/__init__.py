@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, NamedTuple, TextIO
 
 from memoryd.cli.exits import EXIT_ERROR, EXIT_OK, EXIT_USAGE
-from memoryd.cli.parser import build_parser, command_of
+from memoryd.cli.parser import build_parser, parse
 from memoryd.errors import ConfigError, MemorydError, first_error
 
 if TYPE_CHECKING:
@@ -65,7 +65,7 @@ COMMANDS: dict[str, Command] = {
 
 def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
     words = sys.argv[1:] if argv is None else list(argv)
-    args = build_parser(with_eval=command_of(words) == "eval").parse_args(words)
+    args = parse(words)
     stdout = out if out is not None else sys.stdout
     command = COMMANDS[args.command]
     try:

@@ -17,15 +17,28 @@ from memoryd import __version__
 EVAL_HELP = "measure retrieval quality on public dev sets"
 
 
+GLOBAL_FLAGS = {
+    "--config": "config",
+    "--agent": "agent",
+    "--workspace": "workspace",
+    "--state-dir": "state_dir",
+    "--log-level": "log_level",
+    "--socket": "socket",
+}
+"""The flags every command takes (each with a value), accepted before the subcommand too, git-style."""
+
+
 def _common() -> argparse.ArgumentParser:
-    common = argparse.ArgumentParser(add_help=False)
+    """The global flags. Their default is SUPPRESS, before and after the subcommand alike, so a flag given
+    before it is not overwritten by the subcommand's default (`parse` starts every one at None)."""
+    common = argparse.ArgumentParser(add_help=False, argument_default=argparse.SUPPRESS)
     common.add_argument("--config", type=Path, help="config file (default: $XDG_CONFIG_HOME/memoryd/config.toml)")
     common.add_argument("--agent", help="agent id (default: the only enabled agent; required when there are several)")
     common.add_argument(
         "--workspace", type=Path, help="an ad-hoc agent rooted at PATH (transcripts from PATH/sessions)"
     )
     common.add_argument("--state-dir", type=Path, help="where databases live (default: $XDG_STATE_HOME/memoryd)")
-    common.add_argument("--log-level", default=None, help="debug, info, warning, error (default: warning)")
+    common.add_argument("--log-level", help="debug, info, warning, error (default: warning)")
     common.add_argument(
         "--socket", type=Path, help="the daemon's socket (default: $XDG_RUNTIME_DIR/memoryd/memoryd.sock)"
     )
@@ -33,14 +46,29 @@ def _common() -> argparse.ArgumentParser:
 
 
 def command_of(argv: Sequence[str]) -> str | None:
-    """The subcommand `argv` names: its first word that is not an option (the top level has no valued options)."""
-    return next((a for a in argv if not a.startswith("-")), None)
+    """The subcommand `argv` names: its first word that is neither an option nor a global flag's value."""
+    words = iter(argv)
+    for word in words:
+        if word in GLOBAL_FLAGS:
+            next(words, None)  # its value
+        elif not word.startswith("-"):
+            return word
+    return None
+
+
+def parse(argv: Sequence[str]) -> argparse.Namespace:
+    """The command line; a global flag may come before the subcommand (`memoryd --config X status`) or after
+    it, and given both places, the subcommand's wins. Every global flag not given is None."""
+    parser = build_parser(with_eval=command_of(argv) == "eval")
+    return parser.parse_args(argv, namespace=argparse.Namespace(**dict.fromkeys(GLOBAL_FLAGS.values())))
 
 
 def build_parser(*, with_eval: bool = True) -> argparse.ArgumentParser:
     """The full parser; `with_eval=False` lists `eval` without importing its module (and its harness)."""
     common = _common()
-    parser = argparse.ArgumentParser(prog="memoryd", description="Long-term memory search for AI agents.")
+    parser = argparse.ArgumentParser(
+        prog="memoryd", description="Long-term memory search for AI agents.", parents=[common]
+    )
     parser.add_argument("--version", action="version", version=f"memoryd {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
