@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from typing import Any, TextIO
 
 from memoryd.cli.agents import choose
@@ -23,9 +24,25 @@ def run(args: argparse.Namespace, cfg: Config, out: TextIO) -> int:
         got = tool(live, args.agent, "memory_get", arguments)
     else:
         got = _in_process(args, choose(args, cfg))
-    text = str(got.get("text", ""))
-    out.write(dump(got) + "\n" if args.json else text + ("" if text.endswith("\n") else "\n"))
+    if args.json:
+        out.write(dump(got) + "\n")
+    elif (past := past_the_end(got)) is not None:
+        sys.stderr.write(past)
+    else:
+        text = str(got.get("text", ""))
+        out.write(text + ("" if text.endswith("\n") else "\n"))
     return EXIT_OK
+
+
+def past_the_end(got: dict[str, Any]) -> str | None:
+    """What to say when `--from` starts after the file's last line. The tool answers that with no lines
+    and the file's `totalLines`, not an error (OpenClaw's memory_get), so the command exits 0 as well."""
+    total, start = got.get("totalLines"), got.get("from")
+    if got.get("lines") != 0 or not isinstance(total, int) or not isinstance(start, int) or start <= total:
+        return None
+    return (
+        f"memoryd get: {got.get('path')} has {total} line{'' if total == 1 else 's'}; --from {start} is past its end\n"
+    )
 
 
 def _in_process(args: argparse.Namespace, agent: AgentConfig) -> dict[str, Any]:
