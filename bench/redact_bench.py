@@ -22,6 +22,7 @@ from pathlib import Path
 
 from bench.redact_corpus import load_sources, prose_and_code, transcript_messages
 from memoryd.sources.redact import find_secrets, redact
+from tests.sources.secret_formats import BIP39 as _BIP39
 from tests.sources.secret_formats import FAMILIES
 
 PLANTS = 200
@@ -60,6 +61,16 @@ def recall(plants: int) -> list[tuple[str, int, int]]:
     return rows
 
 
+def _list_word_prose(r: random.Random) -> str:
+    """60 words of BIP-39's list (common English nouns, verbs, adjectives) glued by the little words English
+    puts between them every few words and which the list lacks (the, of, to, is, ...): ordinary prose."""
+    words: list[str] = []
+    while len(words) < 60:
+        words += [r.choice(_BIP39) for _ in range(r.randint(2, 8))]
+        words.append(r.choice(["the", "a", "to", "of", "and", "is", "we", "it", "in", "for", "was", "with"]))
+    return " ".join(words)
+
+
 LOOKALIKES: dict[str, Callable[[random.Random], str]] = {
     "UUID": lambda r: str(uuid.UUID(int=r.getrandbits(128))),
     "git SHA": lambda r: f"commit {r.getrandbits(160):040x}",
@@ -86,6 +97,21 @@ LOOKALIKES: dict[str, Callable[[random.Random], str]] = {
     "snake_case name": lambda r: "_".join(
         r.sample(["test", "the", "mask", "keeps", "four", "characters", "index", "rebuild"], 6)
     ),
+    "public key / fingerprint in hex": lambda r: (
+        f"{r.choice(['public key', 'key fingerprint', 'key id', 'sha256 of the key'])}: "
+        f"{hashlib.sha256(r.randbytes(16)).hexdigest()}"
+    ),
+    "pin numbers in wiring": lambda r: (
+        f"{r.choice(['pin', 'PIN', 'Pin'])} {r.randint(0, 40)} is {r.choice(['high', 'low', 'GND', 'an input'])}"
+    ),
+    "password talk (fr, de, es)": lambda r: r.choice(
+        [
+            f"le mot de passe est {r.choice(['incorrect', 'trop court', 'expiré', 'obligatoire'])}.",
+            f"das Passwort ist {r.choice(['falsch', 'abgelaufen', 'zu kurz', 'sicher'])}!",
+            f"la contraseña es {r.choice(['incorrecta', 'segura', 'obligatoria', 'demasiado corta'])}.",
+        ]
+    ),
+    "English of list words, a little word every 2-8": _list_word_prose,
     "URL": lambda r: (
         f"https://github.com/{r.choice(['python', 'astral-sh'])}/{r.choice(['cpython', 'ruff'])}/blob/main/"
         f"{''.join(r.choices(string.ascii_lowercase, k=8))}.py#L{r.randint(1, 999)}"

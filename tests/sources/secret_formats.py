@@ -13,11 +13,14 @@ import string
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from memoryd.sources.secrets.wallet import bip39_words
+
 ALNUM = string.ascii_letters + string.digits
 B64 = ALNUM + "+/"
 B64URL = ALNUM + "-_"
 HEX = "0123456789abcdef"
 PASSWORD_CHARS = ALNUM + "!#$%&()*+,-./:;<=>?@[]^_{|}~"
+BIP39 = sorted(bip39_words())
 
 
 def pick(rng: random.Random, alphabet: str, n: int) -> str:
@@ -183,6 +186,81 @@ def password_prose(r: random.Random) -> Planted:
     return Planted(template.format(pw), (pw,))
 
 
+def password_prose_abroad(r: random.Random) -> Planted:
+    """The password prose in French, German and Spanish (a person's password: a digit or symbol in it)."""
+    pw = password(r)
+    template = r.choice(
+        [
+            "le mot de passe est {}",
+            "mon mot de passe : {}",
+            "Le mot de passe du wifi est {} (ne le partage pas)",
+            "das Passwort ist {}",
+            "Das Kennwort für den Server lautet {}.",
+            "Kennwort: {}",
+            "la contraseña es {}",
+            "mi contraseña es {} y nunca la recuerdo",
+            "La contrasena del router es {}",
+        ]
+    )
+    return Planted(template.format(pw), (pw,))
+
+
+def pin_prose(r: random.Random) -> Planted:
+    pin = pick(r, string.digits, r.randint(4, 8))
+    template = r.choice(
+        [
+            "my pin is {}",
+            "My PIN is {} btw",
+            "PIN: {}",
+            "the PIN for the card was {}",
+            "pin code is {}",
+            "PIN-Code ist {}",
+            "mon code PIN est {}",
+            "mi PIN es {}",
+        ]
+    )
+    return Planted(template.format(pin), (pin,))
+
+
+def hex_private_key(r: random.Random) -> Planted:
+    key = pick(r, HEX, 64)
+    template = r.choice(
+        [
+            "private key: {}",
+            "private key: 0x{}",
+            "my eth private key is 0x{}",
+            "PRIVATE KEY = {}",
+            "wallet key: {}",
+            "the signing key for the hot wallet is {}",
+            "export PRIV_KEY={}",
+            '{{"privateKey": "0x{}"}}',
+        ]
+    )
+    return Planted(template.format(key), (key,))
+
+
+def seed_phrase(r: random.Random) -> Planted:
+    """A BIP-39 mnemonic of 12 to 24 words of its list, written down the ways people keep them."""
+    words = [r.choice(BIP39) for _ in range(r.choice([12, 15, 18, 21, 24]))]
+    if r.random() < 0.2:
+        words[0] = words[0].capitalize()
+    style = r.choice(["spaces", "numbered", "commas", "json", "lines", "upper"])
+    if style == "numbered":
+        phrase = " ".join(f"{i}. {w}" for i, w in enumerate(words, 1))
+    elif style == "commas":
+        phrase = ", ".join(words)
+    elif style == "json":
+        phrase = ", ".join(f'"{w}"' for w in words)
+    elif style == "lines":
+        phrase = "\n".join(words)
+    else:
+        phrase = " ".join(w.upper() if style == "upper" else w for w in words)
+    template = r.choice(["{}", "my seed phrase is: {}", "recovery words: {}", "[{}]", "backup:\n{}\n(keep offline)"])
+    secret = phrase.removeprefix("1. ") if style == "numbered" else phrase
+    secret = secret.strip('"')
+    return Planted(template.format(phrase), (secret,))
+
+
 KEY_NAMES = (
     "api_key",
     "apiKey",
@@ -263,6 +341,10 @@ FAMILIES: dict[str, Maker] = {
     "password in URL": url_password,
     "Authorization header": authorization,
     "password in prose": password_prose,
+    "password in prose (fr, de, es)": password_prose_abroad,
+    "PIN in prose": pin_prose,
+    "hex private key": hex_private_key,
+    "BIP-39 seed phrase": seed_phrase,
     "value under a secret key": key_value,
     "AWS key id + secret": aws_pair,
 }

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import importlib.resources
 import random
 import signal
 from collections.abc import Iterator
@@ -13,7 +15,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from memoryd.sources.redact import find_secrets, mask_token, redact, secret_kinds
-from tests.sources.secret_formats import FAMILIES, STATISTICAL, TOKENS
+from memoryd.sources.secrets.wallet import bip39_words
+from tests.sources.secret_formats import BIP39, FAMILIES, STATISTICAL, TOKENS
 
 # Prose around a planted text: any script, but no character that builds secret syntax or token
 # alphabets right at the edge (a letter glued to a token is its own test, in the placements).
@@ -264,3 +267,83 @@ def test_a_megabyte_of_adversarial_text_is_redacted_in_linear_time(unit: str) ->
 def test_a_megabyte_long_near_miss_is_left_alone_in_linear_time(text: str) -> None:
     with deadline(60):
         assert redact(text) == text
+
+
+# --- issue 23: hex private keys, BIP-39 seed phrases, PINs, the password prose in French, German, Spanish
+
+
+def test_the_bip39_list_is_the_one_bip39_specifies() -> None:
+    words = bip39_words()
+    data = (importlib.resources.files("memoryd.sources.secrets") / "bip39_english.txt").read_bytes()
+    assert hashlib.sha256(data).hexdigest() == "2f5eed53a4727b4bf8880d8f3f199efc90e58503646d9ff8eff3a2ed3b24dbda"
+    assert len(words) == 2048 and all(w.isascii() and w.isalpha() and w.islower() and 3 <= len(w) <= 8 for w in words)
+    assert len({w[:4] for w in words}) == 2048  # BIP-39: the first four letters name a word
+
+
+OUTSIDE = ["the", "of", "and", "to", "is", "a", "in", "for", "was", "with", "on", "be", "are", "zeppelin"]
+
+
+@settings(max_examples=200)
+@given(run=st.integers(1, 30), seed=st.integers(0, 2**32))
+def test_twelve_list_words_in_a_row_are_a_phrase_and_eleven_are_not(run: int, seed: int) -> None:
+    rng = random.Random(seed)
+    phrase = " ".join(rng.choice(BIP39) for _ in range(run))
+    text = f"{rng.choice(OUTSIDE)} {phrase} {rng.choice(OUTSIDE)}."
+    kinds = secret_kinds(text)
+    assert ("seed-phrase" in kinds) == (run >= 12), text
+    if run >= 12:
+        first, *_, last = text.split()
+        assert redact(text).split() == [first, "…redacted…", last]  # masked whole: not even its first letters
+
+
+@settings(max_examples=100)
+@given(seed=st.integers(0, 2**32))
+def test_ordinary_english_made_of_list_words_is_not_a_seed_phrase(seed: int) -> None:
+    """A long text of list words (common English words) with the little words English glues them with."""
+    rng = random.Random(seed)
+    words: list[str] = []
+    while len(words) < 200:
+        words += [rng.choice(BIP39) for _ in range(rng.randint(1, 9))]
+        words.append(rng.choice(OUTSIDE[:-1]))
+    text = " ".join(words)
+    assert "seed-phrase" not in secret_kinds(text)  # (other rules may still read "the token is trumpet" as prose)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "We decided to move the launch to the spring, and the team will review the budget after the holiday.",
+        "pin 3 is high when the relay is on; set pin 13 to output",
+        "the PIN is required",
+        "PIN codes have 4 digits",
+        "public key: " + hashlib.sha256(b"x").hexdigest(),
+        "key fingerprint " + hashlib.sha256(b"y").hexdigest(),
+        "sha256 " + hashlib.sha256(b"z").hexdigest(),
+        "le mot de passe est incorrect.",
+        "Le mot de passe est trop court",
+        "das Passwort ist falsch!",
+        "Das Kennwort ist abgelaufen",
+        "la contraseña es segura",
+        "mi contraseña es demasiado corta",
+        "mon mot de passe : <votre mot de passe>",
+    ],
+)
+def test_talk_about_keys_pins_and_passwords_is_left_alone(text: str) -> None:
+    assert find_secrets(text) == [], text
+
+
+@pytest.mark.parametrize(
+    ("text", "secret", "kind"),
+    [
+        ("private key: " + "ab" * 32, "ab" * 32, "hex-private-key"),
+        ("my private key is 0x" + "c0" * 32 + ".", "c0" * 32, "hex-private-key"),
+        ("my pin is 1234", "1234", "pin"),
+        ("mon code PIN est 90210", "90210", "pin"),
+        ("le mot de passe est Soleil2024", "Soleil2024", "password-in-prose"),
+        ("das Passwort für den Router lautet: gEheim!7", "gEheim!7", "password-in-prose"),
+        ("mi contraseña es hunter2", "hunter2", "password-in-prose"),
+    ],
+)
+def test_each_new_rule_names_its_kind_and_masks_the_secret(text: str, secret: str, kind: str) -> None:
+    assert secret_kinds(text) == [kind]
+    assert secret[:5] not in redact(text)

@@ -23,6 +23,8 @@ MASK_MIN_LENGTH = 18
 MASK_KEEP = 4
 """How many characters a masked secret keeps at most (its first ones; provider prefixes mostly)."""
 PEM_MASK = "…redacted…"
+WHOLE_MASK_KINDS = frozenset({"private-key", "seed-phrase"})
+"""Kinds masked whole (`PEM_MASK`): their first characters say too much (a key block, a phrase's first word)."""
 
 RUN_CHARS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-.+/=~:$@"
 """What machine-made tokens are written with (and the URLs and key=value runs that carry them)."""
@@ -138,7 +140,7 @@ class Scanner:
         position = 0
         for f in found:
             parts.append(text[position : f.start])
-            parts.append(PEM_MASK if f.kind == "private-key" else mask_token(text[f.start : f.end]))
+            parts.append(PEM_MASK if f.kind in WHOLE_MASK_KINDS else mask_token(text[f.start : f.end]))
             position = f.end
         parts.append(text[position:])
         return "".join(parts)

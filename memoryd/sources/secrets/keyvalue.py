@@ -195,6 +195,11 @@ _PROSE_WORDS = frozenset(
 _WORD_ENDINGS = ("ed", "ing", "ly", "able", "ible", "ive", "ous", "ful", "less", "ment", "tion")
 
 
+def is_placeholder(value: str) -> bool:
+    """`<token>`, `${TOKEN}`, `xxxx`, `changeme`, … : a value that stands for a secret, not one."""
+    return _PLACEHOLDER.fullmatch(value) is not None
+
+
 def _is_word(value: str) -> bool:
     """An ordinary lower-case English word (what follows "password:" in prose), not a password."""
     return value.isalpha() and value.islower() and (value in _PROSE_WORDS or value.endswith(_WORD_ENDINGS))
