@@ -518,6 +518,8 @@ def issue_13_families(rng: random.Random) -> dict[str, tuple[str, str]]:
         # is tested in tests/sources/test_redact.py): a rare word-like draw must not fail this run.
         planted = make(random.Random(family) if family in STATISTICAL else rng)
         for index, secret in enumerate(planted.secrets):
+            if len(secret) < 8:  # a PIN of 4 digits occurs by chance in hashes and times: test_redact.py masks it
+                continue
             out[f"{family} #{index}"] = (planted.text, secret)
     return out
 
