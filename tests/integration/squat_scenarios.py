@@ -1,13 +1,15 @@
 """Another local user squats memoryd's socket locations: run as root inside a private mount namespace.
 
 `unshare --mount` gives this script its own /tmp and /run/user (tmpfs), so `/tmp/memoryd-65534`
-is nobody else's business; root plays the squatter, uid 65534 (`setpriv`) the victim, with its
-own HOME. Each scenario reports what the victim's memoryd did and how many bytes the squatter
-received, as one JSON object on stdout. Run by tests/integration/test_squatting.py.
+is nobody else's business (a checkout or virtualenv under /tmp is bound back into the fresh tmpfs);
+root plays the squatter, uid 65534 (`setpriv`) the victim, with its own HOME. Each scenario
+reports what the victim's memoryd did and how many bytes the squatter received, as one JSON object
+on stdout. Run by tests/integration/test_squatting.py.
 """
 
 from __future__ import annotations
 
+import ctypes
 import json
 import os
 import socket
@@ -179,9 +181,19 @@ def legitimate_tmp_fallback() -> dict[str, Any]:
     return {"runs": {"status": status}, "daemon_rc": daemon.returncode}
 
 
+def kept_paths_visible() -> dict[str, Any]:
+    """The checkout, its virtualenv and any extra kept path are where they were, over the fresh tmpfs."""
+    home = victim_home("kept", long=False)
+    return {
+        "visible": {str(p): p.exists() for p in needed_paths()},
+        "runs": {"import": as_victim(home, "-c", "import memoryd, sys; sys.stdout.write(memoryd.__file__)")},
+    }
+
+
 SCENARIOS = {
     f.__name__: f
     for f in (
+        kept_paths_visible,
         squatted_tmp,
         foreign_socket_in_own_dir,
         foreign_listener_behind_own_socket,
@@ -192,12 +204,47 @@ SCENARIOS = {
 }
 
 
+PRIVATE = (Path("/tmp"), Path("/run/user"))
+"""Each scenario gets fresh, empty copies of these: the folders memoryd's socket discovery looks in."""
+
+MS_BIND, MS_REC = 4096, 16384
+KEEP_ENV = "MEMORYD_SQUAT_KEEP"
+"""More paths (os.pathsep-separated) to keep visible: the test proves a folder under /tmp survives."""
+
+
+def needed_paths() -> list[Path]:
+    """What the victim's memoryd runs from: the checkout (memoryd is installed editable from it), the
+    virtualenv and the interpreter behind it. A checkout under /tmp must stay visible over the fresh tmpfs."""
+    checkout = Path(__file__).resolve().parents[2]
+    extra = [Path(p).resolve() for p in os.environ.get(KEEP_ENV, "").split(os.pathsep) if p]
+    return sorted({checkout, Path(sys.prefix).resolve(), Path(sys.base_prefix).resolve(), *extra})
+
+
+def bind_back(folder: Path, old_folder_fd: int, paths: list[Path]) -> None:
+    """Bind each of `paths` below `folder` from the folder's old contents (reached through a descriptor
+    opened before the tmpfs hid them) onto the same path in the fresh tmpfs: the checkout keeps its place."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    inside = [p for p in paths if p.is_relative_to(folder)]
+    for path in inside:
+        if any(path != other and path.is_relative_to(other) for other in inside):
+            continue  # bound already with the folder holding it
+        os.makedirs(path, mode=0o755, exist_ok=True)
+        source = f"/proc/self/fd/{old_folder_fd}/{path.relative_to(folder)}"
+        if libc.mount(source.encode(), str(path).encode(), None, MS_BIND | MS_REC, None) != 0:
+            errno = ctypes.get_errno()
+            raise OSError(errno, f"bind {path} back over the private {folder}: {os.strerror(errno)}")
+
+
 def main() -> None:
     results: dict[str, Any] = {}
     Path("/run/user").mkdir(exist_ok=True)
+    keep = needed_paths()
+    old_fds = {folder: os.open(folder, os.O_PATH | os.O_DIRECTORY) for folder in PRIVATE}
     for name, scenario in SCENARIOS.items():
         subprocess.run(["mount", "-t", "tmpfs", "-o", "mode=1777", "none", "/tmp"], check=True)
         subprocess.run(["mount", "-t", "tmpfs", "-o", "mode=755", "none", "/run/user"], check=True)
+        for folder, fd in old_fds.items():
+            bind_back(folder, fd, keep)
         try:
             results[name] = scenario()
         finally:

@@ -12,6 +12,7 @@ inside a private mount namespace (squat_scenarios.py), so no other test run sees
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -19,16 +20,31 @@ from typing import Any
 
 import pytest
 
-pytestmark = pytest.mark.integration
+from tests.privileges import needs_root
+
+pytestmark = [
+    pytest.mark.integration,
+    needs_root("root squats as uid 0 while the victim runs as uid 65534 (setpriv), in a private mount namespace"),
+]
 
 VICTIM = 65534
 SCENARIOS = Path(__file__).with_name("squat_scenarios.py")
 
 
 @pytest.fixture(scope="module")
-def outcomes() -> dict[str, Any]:
+def kept(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A folder under the temporary directory (/tmp here) that must stay visible inside the scenarios,
+    as a checkout cloned under /tmp must."""
+    folder = tmp_path_factory.mktemp("kept-checkout")
+    (folder / "marker").write_text("here\n")
+    return folder
+
+
+@pytest.fixture(scope="module")
+def outcomes(kept: Path) -> dict[str, Any]:
     out = subprocess.run(
         ["unshare", "--mount", "--propagation", "private", sys.executable, str(SCENARIOS)],
+        env={**os.environ, "MEMORYD_SQUAT_KEEP": str(kept)},
         capture_output=True,
         text=True,
         timeout=600,
@@ -98,3 +114,14 @@ def test_the_users_own_tmp_fallback_still_works(outcomes: dict[str, Any]) -> Non
     assert status["rc"] == 0, status
     assert json.loads(status["stdout"])["daemon"]["agents"] == ["main"]  # answered by the daemon, not in-process
     assert result["daemon_rc"] == 0
+
+
+def test_the_checkout_stays_visible_over_the_private_tmp(outcomes: dict[str, Any], kept: Path) -> None:
+    """A checkout (and its virtualenv) under /tmp is bound back over the scenarios' fresh tmpfs: the
+    victim's memoryd runs from it, and a kept folder under /tmp keeps its files."""
+    result = outcomes["kept_paths_visible"]
+    assert result["visible"][str(kept.resolve())] is True
+    assert all(result["visible"].values()), result["visible"]
+    run = result["runs"]["import"]
+    assert run["rc"] == 0, run
+    assert run["stdout"].endswith("memoryd/__init__.py"), run

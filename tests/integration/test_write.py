@@ -26,6 +26,7 @@ from mcp_types import TextContent
 from memoryd.server.client import unix_client
 from tests.conftest import write
 from tests.integration.daemon_fixture import Daemon
+from tests.privileges import NO_DAC
 from tests.sources.secret_formats import TOKENS, pem
 
 pytestmark = [pytest.mark.integration, pytest.mark.anyio]
@@ -43,10 +44,6 @@ workspace = "{root}/quiet"
 tools = {{ write = false }}
 """
 STAMP = re.compile(r"^_\d{4}-\d\d-\d\d \d\d:\d\d [+-]\d\d:\d\d_$")
-NO_DAC = (
-    ("setpriv", "--bounding-set", "-dac_override,-dac_read_search", "--inh-caps", "-all") if os.geteuid() == 0 else ()
-)
-"""As root, without the capabilities that bypass file permissions: a 0555 folder is then unwritable."""
 
 
 def make_daemon(root: Path, *, wrapper: tuple[str, ...] = (), log_level: str = "info") -> Daemon:

@@ -16,6 +16,7 @@ from memoryd import __version__
 from memoryd.errors import DaemonRunningError, NotPrivateError
 from memoryd.runtime.claim import claim_state_dir
 from memoryd.runtime.record import DaemonRecord, held_by, live_record, lock_path, read_record, record_path
+from tests.privileges import needs_root
 
 HOLD_LOCK = """
 import fcntl, os, sys
@@ -72,13 +73,17 @@ def test_an_existing_state_directory_open_to_others_is_tightened(tmp_path: Path)
         claim.release()
 
 
-def test_a_symlinked_or_foreign_state_directory_is_refused(tmp_path: Path) -> None:
+def test_a_symlinked_state_directory_is_refused(tmp_path: Path) -> None:
     real = tmp_path / "real"
     real.mkdir(mode=0o700)
     link = tmp_path / "link"
     link.symlink_to(real)
     with pytest.raises(NotPrivateError, match="symbolic link"):
         claim_state_dir(link)
+
+
+@needs_root("chown a state directory to uid 65534 (another user's)")
+def test_a_foreign_state_directory_is_refused(tmp_path: Path) -> None:
     foreign = tmp_path / "foreign"
     foreign.mkdir(mode=0o700)
     os.chown(foreign, 65534, 65534)  # ownership is checked, not permission bits: holds for root too
@@ -167,14 +172,19 @@ def test_a_clients_probe_never_makes_a_starting_daemon_give_up(tmp_path: Path) -
         claim.release()
 
 
-def test_a_record_that_is_not_the_users_is_refused(tmp_path: Path) -> None:
+@needs_root("chown the daemon record to uid 65534 (another user's)")
+def test_a_record_of_another_user_is_refused(tmp_path: Path) -> None:
     state = tmp_path / "state"
     state.mkdir(mode=0o700)
     record_path(state).write_bytes(DaemonRecord(1, Path("/evil/memoryd.sock"), "0", "", state).to_json())
     os.chown(record_path(state), 65534, 65534)
     with pytest.raises(NotPrivateError, match="belongs to uid 65534"):
         read_record(state)
-    record_path(state).unlink()
+
+
+def test_a_symlinked_record_is_refused(tmp_path: Path) -> None:
+    state = tmp_path / "state"
+    state.mkdir(mode=0o700)
     record_path(state).symlink_to(tmp_path / "elsewhere.json")
     with pytest.raises(NotPrivateError, match="symbolic link"):
         read_record(state)

@@ -22,8 +22,8 @@ import pytest
 from memoryd.server.client import call_tool
 from tests.conftest import write
 from tests.integration.daemon_fixture import Daemon, search, search_response
+from tests.privileges import NO_DAC
 from tests.survival.conftest import DaemonFactory
-from tests.survival.test_faults import NO_DAC
 
 pytestmark = pytest.mark.integration
 
@@ -95,14 +95,17 @@ def root(tmp_path: Path) -> Path:
 
 
 @contextmanager
-def unreadable(path: Path) -> Iterator[None]:
-    mode = path.stat().st_mode & 0o7777
-    path.chmod(0)
+def unreadable(path: Path, mode: int = 0) -> Iterator[None]:
+    """`path` at `mode` (no read bit) for the block, then as it was."""
+    before = path.stat().st_mode & 0o7777
+    path.chmod(mode)
     try:
         yield
     finally:
-        path.chmod(mode)
+        path.chmod(before)
 
+
+WRITE_AND_SEARCH = 0o300
 
 PLACES = {
     "workspace": ("home/bad", "workspace", "memory/new.md"),
@@ -186,7 +189,9 @@ def test_a_folder_made_unreadable_at_run_time_degrades_then_recovers(make_daemon
         def recovered(role: str = role) -> bool:
             return find(daemon, "bad", f"puffin{role}") != []
 
-        with unreadable(target):
+        # Write and search only: nobody can list (or watch) the folder, but the test, an ordinary user
+        # perhaps, can still add a note to it while it is unreadable.
+        with unreadable(target, WRITE_AND_SEARCH):
             until(named, f"search replies name the unreadable {role}")
             assert find(daemon, "bad", "quarry bell") == ["memory/sub/deep.md"]
             assert find(daemon, "good", "walrus diary") == ["MEMORY.md"]

@@ -23,6 +23,7 @@ import pytest
 from memoryd.server.client import DaemonRequestError, call_tool, request_sync
 from tests.conftest import transcript_line, write
 from tests.integration.daemon_fixture import Daemon, search
+from tests.privileges import NO_DAC, needs_mount, needs_root
 from tests.survival.conftest import DaemonFactory, query
 from tests.survival.consistency import leftovers
 
@@ -36,11 +37,6 @@ watch_debounce_ms = 100
 [agents.main]
 workspace = "{ws}"
 """
-NO_DAC = (
-    ("setpriv", "--bounding-set", "-dac_override,-dac_read_search", "--inh-caps", "-all") if os.geteuid() == 0 else ()
-)
-"""As root, run without the capabilities that bypass file permissions (chmod 000 then means "unreadable",
-as it does for the ordinary user memoryd runs as)."""
 
 
 def status(daemon: Daemon) -> dict[str, Any]:
@@ -191,6 +187,7 @@ def chattr(flag: str, *paths: Path) -> None:
     subprocess.run(["chattr", flag, *[str(p) for p in paths if p.exists()]], check=True)
 
 
+@needs_root("chattr +i (CAP_LINUX_IMMUTABLE) to make the database read-only under open descriptors")
 def test_a_database_made_read_only_keeps_answering_and_recovers(make_daemon: DaemonFactory, ws: Path) -> None:
     daemon = make_daemon(CONFIG.format(ws=ws))
     daemon.start()
@@ -253,6 +250,7 @@ def fill(directory: Path) -> Path:
     return filler
 
 
+@needs_mount("mount a 4 MiB tmpfs (a full disk)")
 def test_a_full_disk_fails_writes_cleanly_and_search_keeps_answering(
     make_daemon: DaemonFactory, ws: Path, tiny_state: Path
 ) -> None:

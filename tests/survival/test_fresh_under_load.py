@@ -28,10 +28,11 @@ import pytest
 from memoryd.config import ChunkingSettings
 from tests.conftest import write
 from tests.integration.daemon_fixture import Daemon
+from tests.privileges import NO_DAC, needs_mount
 from tests.server.wire import RawClient
 from tests.survival.conftest import DaemonFactory
 from tests.survival.consistency import check_database, versions_of
-from tests.survival.test_faults import NO_DAC, fill
+from tests.survival.test_faults import fill
 from tests.survival.test_load import bound_client
 
 pytestmark = pytest.mark.integration
@@ -247,6 +248,7 @@ def tiny_home(tmp_path: Path) -> Iterator[Path]:
     subprocess.run(["umount", "-l", str(home)], check=False)
 
 
+@needs_mount("mount an 8 MiB tmpfs (a full file system)")
 def test_a_workspace_on_a_full_file_system_fails_its_sync_clearly_and_serves_on(
     make_daemon: DaemonFactory, tiny_home: Path, figures: list[str]
 ) -> None:

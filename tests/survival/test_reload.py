@@ -16,8 +16,8 @@ import pytest
 
 from tests.conftest import write
 from tests.integration.daemon_fixture import Daemon
+from tests.privileges import NO_DAC
 from tests.survival.conftest import DaemonFactory, query
-from tests.survival.test_faults import NO_DAC
 
 pytestmark = pytest.mark.integration
 

@@ -32,6 +32,7 @@ from memoryd.server.client import request_sync, unix_client
 from memoryd.sources.readfile import read_memory_file
 from tests.conftest import transcript_line, write
 from tests.integration.daemon_fixture import Daemon
+from tests.privileges import needs_root
 from tests.sources.secret_formats import FAMILIES, STATISTICAL
 from tests.survival.conftest import DaemonFactory, query
 from tests.survival.test_fuzz import Line
@@ -422,6 +423,7 @@ def as_nobody(socket_path: Path) -> str:
     return out.stdout.strip()
 
 
+@needs_root("setpriv --reuid=65534 to connect as another user")
 def test_a_client_of_another_uid_is_refused(daemon: Daemon) -> None:
     answer = as_nobody(daemon.socket)
     assert answer == "answer b''" or answer.startswith("hung up"), answer
