@@ -124,10 +124,17 @@ def test_a_second_daemon_refuses_to_start(daemon: Daemon) -> None:
 
 
 async def test_killed_mid_sync_then_restarted_loses_nothing(daemon: Daemon) -> None:
+    # The first index must be complete and the notes on disk before the crashing start: then that start's
+    # sync is a delta sync of 300 new notes, which always commits a first batch (256 files) and dies there.
+    # (Written while it started, the notes raced its sync: a daemon stopped before its first index was
+    # whole rebuilt in full at the next start, swallowed them all, and never passed sync:after-batch.)
+    line = daemon.wait_for_line("sync done", since_start=True)
+    while "agent=alpha" not in line:
+        line = daemon.wait_for_line("sync done")
     daemon.stop()
-    daemon.start(crash_at="sync:after-batch")
     for i in range(300):  # more than one write batch
         write(daemon.root / "alpha" / "memory" / "bulk" / f"n{i:03d}.md", f"bulk note {i} token{i}\n")
+    daemon.start(crash_at="sync:after-batch")
     assert daemon.proc is not None
     assert daemon.proc.wait(timeout=60) == -signal.SIGKILL
     daemon.start()
