@@ -32,6 +32,7 @@ from memoryd.index.discover import transcript_event_path
 from memoryd.index.supervisor import Supervisor
 from memoryd.index.watcher import Watcher
 from memoryd.runtime.claim import StateClaim, claim_state_dir
+from memoryd.runtime.private import make_private_dirs
 from memoryd.server.service import Corpus, WriteTarget
 from memoryd.server.unix import serve_unix
 from memoryd.service.activation import inherited_unix_listener
@@ -238,7 +239,7 @@ def prepare_workspaces(cfg: Config) -> None:
         default = paths.data_dir() / "workspaces" / agent.id
         exists = os.path.exists(agent.workspace)  # never raises: an unreadable parent must not stop the daemon
         if not exists and agent.workspace == default:
-            (agent.workspace / "memory").mkdir(parents=True, exist_ok=True)
+            make_private_dirs(agent.workspace / "memory")
         if exists or agent.workspace == default:
             log.info(
                 "agent",

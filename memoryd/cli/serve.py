@@ -17,6 +17,7 @@ from memoryd import logging as logs
 from memoryd.config import Config
 from memoryd.errors import DaemonRunningError
 from memoryd.runtime.claim import claim_state_dir
+from memoryd.runtime.private import make_private_dirs
 from memoryd.runtime.record import EXIT_ALREADY_RUNNING
 
 
@@ -25,7 +26,7 @@ def serve(args: argparse.Namespace, cfg: Config, out: TextIO) -> int:
     stream: TextIO | None = None
     if d.log_file:
         log_path = Path(d.log_file).expanduser()
-        log_path.parent.mkdir(parents=True, exist_ok=True)
+        make_private_dirs(log_path.parent)
         stream = log_path.open("a", encoding="utf-8")
     logs.configure(args.log_level or d.log_level, args.log_format or d.log_format, stream)
     try:

@@ -25,6 +25,7 @@ import httpx
 import structlog
 
 from memoryd.errors import EmbeddingError
+from memoryd.runtime.private import make_private_dirs
 
 if TYPE_CHECKING:
     import onnx
@@ -265,7 +266,7 @@ def download_model(
 ) -> ModelFiles:
     """Download every hub file of `spec` into `folder`, verifying sizes and checksums."""
     try:
-        folder.mkdir(parents=True, exist_ok=True)
+        make_private_dirs(folder)
     except OSError as exc:
         raise EmbeddingError(f"cannot create the model cache {folder}: {exc}") from exc
     timeout = httpx.Timeout(timeout_s, connect=min(timeout_s, 15.0))
@@ -355,7 +356,7 @@ def quantized_model(files: ModelFiles, cache_dir: Path, spec: ModelSpec = ALL_MI
             return target
         if is_dynamically_quantized(files.onnx):
             return files.onnx
-        target.parent.mkdir(parents=True, exist_ok=True)
+        make_private_dirs(target.parent)
         log.info("writing a dynamically quantised model", source=str(files.onnx), target=str(target))
         with tempfile.TemporaryDirectory(dir=target.parent, prefix=".quantize-") as scratch:
             folded = Path(scratch) / "folded.onnx"

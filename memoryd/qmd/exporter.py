@@ -24,6 +24,7 @@ from pathlib import Path
 import structlog
 
 from memoryd.config.settings import DEFAULT_MAX_TRANSCRIPT_BYTES
+from memoryd.runtime.private import make_private_dirs
 from memoryd.sources.discovery import list_all_session_files
 from memoryd.sources.safefile import RefusedFileError, read_checked
 from memoryd.sources.session_roots import SESSIONS_PREFIX, SessionRoot
@@ -92,7 +93,7 @@ class SessionExporter:
 
     def export(self, now_s: float | None = None) -> ExportReport:
         report = ExportReport()
-        self.export_dir.mkdir(parents=True, exist_ok=True)
+        make_private_dirs(self.export_dir)
         cutoff = None
         if self.retention_days > 0:
             cutoff = (time.time() if now_s is None else now_s) - self.retention_days * _DAY_S

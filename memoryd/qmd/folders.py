@@ -8,6 +8,8 @@ from pathlib import Path
 
 import structlog
 
+from memoryd.runtime.private import make_private_dirs
+
 log = structlog.get_logger(__name__)
 
 
@@ -21,7 +23,7 @@ def user_models_dir(env: Mapping[str, str]) -> Path:
 def prepare_dirs(xdg_config: Path, xdg_cache: Path, env: Mapping[str, str]) -> None:
     """Create the agent's folders and link the shared models in (blocking; OSError when a folder cannot be made)."""
     for folder in (xdg_config / "qmd", xdg_cache / "qmd"):
-        folder.mkdir(parents=True, exist_ok=True)
+        make_private_dirs(folder)
     shared, mine = user_models_dir(env), xdg_cache / "qmd" / "models"
     if shared.is_dir() and not mine.exists() and not mine.is_symlink():
         try:

@@ -33,6 +33,7 @@ from memoryd.qmd.exporter import SessionExporter
 from memoryd.qmd.parse import is_busy, needs_collection_rebuild
 from memoryd.qmd.runner import QmdRunner
 from memoryd.qmd.settings import QmdSettings
+from memoryd.runtime.private import make_private_dirs
 
 log = structlog.get_logger(__name__)
 
@@ -54,7 +55,7 @@ class EmbedGate:
         self._lock = anyio.Lock()
 
     def _open(self) -> int:
-        self.lock_path.parent.mkdir(parents=True, exist_ok=True)
+        make_private_dirs(self.lock_path.parent)
         return os.open(self.lock_path, os.O_RDWR | os.O_CREAT, 0o600)
 
     @contextlib.asynccontextmanager

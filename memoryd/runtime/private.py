@@ -42,6 +42,22 @@ def owner_problem(path: Path, info: os.stat_result, uid: int, *, what: str) -> s
     return None
 
 
+def make_private_dirs(path: Path) -> None:
+    """Create `path` and each missing parent 0700, whatever the umask (`Path.mkdir(parents=True)` gives the
+    parents the umask's mode: the state directory's `agents/` was 0755). Existing folders are left as they are."""
+    missing: list[Path] = []
+    folder = path
+    while not os.path.lexists(folder) and folder != folder.parent:
+        missing.append(folder)
+        folder = folder.parent
+    for folder in reversed(missing):
+        try:
+            os.mkdir(folder, PRIVATE_DIR_MODE)
+        except FileExistsError:
+            continue  # made meanwhile by another process, or a symlink: the caller's checks decide
+        os.chmod(folder, PRIVATE_DIR_MODE, follow_symlinks=False)
+
+
 def check_private_dir(path: Path, *, what: str = "socket directory") -> None:
     """Raise NotPrivateError unless `path` is a real directory owned by this user with mode 0700."""
     try:
@@ -54,14 +70,14 @@ def check_private_dir(path: Path, *, what: str = "socket directory") -> None:
 
 
 def ensure_private_dir(path: Path, *, what: str, tighten: bool = False) -> bool:
-    """Create `path` 0700 (parents as usual), or check that an existing one is this user's and private.
+    """Create `path` 0700 (missing parents too), or check that an existing one is this user's and private.
 
     With `tighten`, an existing directory of this user that is open to others is made 0700 (the
     state directory was created 0755 before); returns True when that happened. Anything else that
     is wrong (a symlink, another owner, open to others without `tighten`) raises NotPrivateError.
     """
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        make_private_dirs(path.parent)
         path.mkdir(mode=PRIVATE_DIR_MODE)
     except FileExistsError:
         pass

@@ -9,10 +9,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from memoryd.runtime.private import PRIVATE_DIR_MODE, make_private_dirs
 from memoryd.service.render import ServiceInstallError, is_unedited
 
 FILE_MODE = 0o644
-PRIVATE_DIR_MODE = 0o700
 
 Action = Literal["created", "updated", "unchanged", "removed", "absent"]
 
@@ -85,7 +85,7 @@ def remove(path: Path) -> FileChange:
 
 def make_private_dir(path: Path) -> None:
     try:
-        path.mkdir(parents=True, exist_ok=True)
+        make_private_dirs(path)
         os.chmod(path, PRIVATE_DIR_MODE)
     except OSError as exc:
         raise ServiceInstallError(f"cannot create {path}: {exc.strerror or exc}") from exc

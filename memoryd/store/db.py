@@ -17,19 +17,19 @@ import sqlite_vec
 import structlog
 
 from memoryd.errors import CorruptDatabaseError, ReadonlyDatabaseError, StoreError
+from memoryd.runtime.private import make_private_dirs
 
 log = structlog.get_logger(__name__)
 
 BUSY_TIMEOUT_MS = 5000
-PRIVATE_DIR_MODE = 0o700
 PRIVATE_FILE_MODE = 0o600
-"""An index holds the user's notes and transcripts: its folder and files are the user's alone, whatever
-the umask (SQLite gives the -wal and -shm files the database file's mode)."""
+"""An index holds the user's notes and transcripts: its folder (make_private_dirs) and files are the user's
+alone, whatever the umask (SQLite gives the -wal and -shm files the database file's mode)."""
 
 
 def private_dir(path: Path) -> None:
     """Create the folder `path` (and missing parents) if needed; a folder created here is 0700."""
-    path.mkdir(mode=PRIVATE_DIR_MODE, parents=True, exist_ok=True)
+    make_private_dirs(path)
 
 
 def location_problem(path: Path) -> str | None:

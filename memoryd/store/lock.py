@@ -12,6 +12,7 @@ from pathlib import Path
 from types import TracebackType
 
 from memoryd.errors import StoreError
+from memoryd.runtime.private import make_private_dirs
 
 
 class WriterLockBusyError(StoreError):
@@ -30,7 +31,7 @@ class WriterLock:
     def acquire(self) -> None:
         if self._fd is not None:
             return
-        self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)  # as store.db.private_dir
+        make_private_dirs(self.path.parent)
         fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)

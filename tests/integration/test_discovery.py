@@ -211,3 +211,40 @@ def test_the_state_directory_is_private_even_when_it_existed_open(tmp_path: Path
     )
     assert done.returncode == 0, done.stderr
     assert os.stat(fresh).st_mode & 0o777 == 0o700  # in-process too
+
+
+def test_every_folder_the_daemon_creates_is_private(tmp_path: Path) -> None:
+    """State, runtime and default-workspace folders, missing parents included, are made 0700 under a
+    umask of 022 (`mkdir(parents=True)` made `agents/` 0755), and so is the `memory/` a first save creates."""
+    made = tmp_path / "made"
+    config = write(
+        tmp_path / "config.toml",
+        f'[defaults]\nprovider = "none"\n[agents.main]\n[agents.saver]\nworkspace = "{tmp_path}/saver"\n',
+    )
+    (tmp_path / "saver").mkdir()
+    env = {**os.environ, "XDG_RUNTIME_DIR": str(made / "rt" / "deep"), "XDG_DATA_HOME": str(made / "data" / "deep")}
+    old_umask = os.umask(0o022)
+    try:
+        d = Daemon(tmp_path, config, made / "state" / "deep", made / "rt" / "deep" / "memoryd" / "memoryd.sock", env)
+        d.start()
+    finally:
+        os.umask(old_umask)
+    try:
+        d.wait_for_line("sync done", since_start=True)
+        where = ("--config", str(config), "--socket", str(d.socket), "--state-dir", str(d.state))
+        saved = subprocess.run(
+            [sys.executable, "-m", "memoryd", "remember", "A first save makes memory/.", "--agent", "saver", *where],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+        assert saved.returncode == 0, saved.stderr
+    finally:
+        d.stop()
+    folders = [p for p in [made, *made.rglob("*"), tmp_path / "saver" / "memory"] if p.is_dir()]
+    assert made / "state" / "deep" / "agents" / "main" in folders
+    assert made / "data" / "deep" / "memoryd" / "workspaces" / "main" / "memory" in folders
+    open_folders = {str(p.relative_to(tmp_path)): oct(p.stat().st_mode & 0o777) for p in folders}
+    assert {k: v for k, v in open_folders.items() if v != "0o700"} == {}

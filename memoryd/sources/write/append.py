@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Literal
 
 from memoryd.errors import NotFoundError, WriteRefusedError
+from memoryd.runtime.private import PRIVATE_DIR_MODE
 from memoryd.sources.discovery import ROOT_NOTES
 from memoryd.sources.write.entry import Entry, Placement, place, stamp_line
 
@@ -172,7 +173,7 @@ def _memory_dir(root: int, memory: Path) -> int:
     except OSError as exc:
         raise _dir_refusal(exc, root, memory) from None
     try:
-        os.mkdir(memory.name, 0o777, dir_fd=root)
+        os.mkdir(memory.name, PRIVATE_DIR_MODE, dir_fd=root)  # notes are private, as the index of them
         os.fsync(root)
     except FileExistsError:
         pass  # another writer made it first
