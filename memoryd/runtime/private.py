@@ -8,6 +8,7 @@ the kernel who listens on a socket before it sends a byte.
 
 from __future__ import annotations
 
+import errno
 import os
 import socket
 import stat
@@ -44,7 +45,8 @@ def owner_problem(path: Path, info: os.stat_result, uid: int, *, what: str) -> s
 
 def make_private_dirs(path: Path) -> None:
     """Create `path` and each missing parent 0700, whatever the umask (`Path.mkdir(parents=True)` gives the
-    parents the umask's mode: the state directory's `agents/` was 0755). Existing folders are left as they are."""
+    parents the umask's mode: the state directory's `agents/` was 0755). Existing folders are left as they are;
+    FileExistsError when `path` is something else (a file), as `mkdir(exist_ok=True)` says it."""
     missing: list[Path] = []
     folder = path
     while not os.path.lexists(folder) and folder != folder.parent:
@@ -56,6 +58,8 @@ def make_private_dirs(path: Path) -> None:
         except FileExistsError:
             continue  # made meanwhile by another process, or a symlink: the caller's checks decide
         os.chmod(folder, PRIVATE_DIR_MODE, follow_symlinks=False)
+    if not os.path.isdir(path):
+        raise FileExistsError(errno.EEXIST, "exists and is not a folder", str(path))
 
 
 def check_private_dir(path: Path, *, what: str = "socket directory") -> None:
@@ -78,6 +82,9 @@ def ensure_private_dir(path: Path, *, what: str, tighten: bool = False) -> bool:
     """
     try:
         make_private_dirs(path.parent)
+    except OSError as exc:
+        raise NotPrivateError(f"cannot create the {what} {path}: {exc.strerror}") from exc
+    try:
         path.mkdir(mode=PRIVATE_DIR_MODE)
     except FileExistsError:
         pass
