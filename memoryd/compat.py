@@ -10,7 +10,8 @@ never an edit of memoryd's own defaults. It pins the knobs memoryd added or tune
 * `query.hybrid.text_score = "bm25"`, `query.hybrid.fusion = "weighted"`, `query.date_boost = 0`;
 * OpenClaw's defaults where memoryd's differ, unless the file sets another value: fusion weights
   0.7/0.3, `query.min_score` 0.35, `store.fts.tokenizer = "unicode61"`;
-* `query.min_evidence = 0`: OpenClaw has no abstention rule (and its keyword leg measures no coverage).
+* `query.min_evidence = 0`: OpenClaw has no abstention rule (and its keyword leg measures no coverage);
+* snippets are each chunk's head, not the window that matched (the searcher reads `compat` itself).
 
 The reranker, MMR, temporal decay and sources stay as configured: they are OpenClaw options too, or
 (sessions) decide what is indexed rather than how it is searched.

@@ -100,6 +100,7 @@ def format_search(resp: dict[str, Any]) -> str:
         if r.get("citation"):  # the header line cites already, as OpenClaw's CLI prints it
             snippet = snippet.removesuffix(f"\n\nSource: {r['citation']}")
         snippet = snippet.rstrip()
-        where = r["path"] if r.get("kind") else f"{r['path']}:{r['startLine']}-{r['endLine']}"  # media: no lines
+        first, last = r.get("snippetStartLine", r["startLine"]), r.get("snippetEndLine", r["endLine"])
+        where = r["path"] if r.get("kind") else f"{r['path']}:{first}-{last}"  # the lines shown; media: no lines
         parts.append(f"{float(r['score']):.3f} {where}\n{snippet}\n\n")
     return "".join(parts)

@@ -43,12 +43,14 @@ def include_citations(mode: CitationsMode, session_key: str | None) -> bool:
 
 
 def location(result: SearchResult) -> str:
-    """`path#L<s>` or `path#L<s>-L<e>`; the path alone for an image or audio file (it has no lines)."""
+    """`path#L<s>` or `path#L<s>-L<e>` of the lines the snippet shows (the chunk's when they are not known);
+    the path alone for an image or audio file (it has no lines)."""
     if result.start_line == NO_LINES:
         return result.path
-    if result.start_line == result.end_line:
-        return f"{result.path}#L{result.start_line}"
-    return f"{result.path}#L{result.start_line}-L{result.end_line}"
+    start, end = result.snippet_lines or (result.start_line, result.end_line)
+    if start == end:
+        return f"{result.path}#L{start}"
+    return f"{result.path}#L{start}-L{end}"
 
 
 def decorate(results: list[SearchResult], include: bool) -> list[SearchResult]:

@@ -23,14 +23,15 @@ from typing import Literal
 
 import apsw
 
-from memoryd.config import Fusion, MemorySearchSettings
+from memoryd.config import FtsTokenizer, Fusion, MemorySearchSettings
 from memoryd.media import NO_LINES, media_kind
 from memoryd.search.decay import apply_decay
 from memoryd.search.expand import extract_keywords
 from memoryd.search.fuse import DEFAULT_RRF_K, Candidate, merge_rrf, merge_weighted, ranking_key, select_results
 from memoryd.search.keyword import and_terms, search_keyword
 from memoryd.search.mmr import mmr_rerank
-from memoryd.search.scoring import lexical_boost_score, truncate_snippet
+from memoryd.search.scoring import lexical_boost_score
+from memoryd.search.snippets import best_window, query_stems
 from memoryd.search.timeframe import TimeFrame, boost_timeframe
 
 Mode = Literal["hybrid", "keyword", "vector"]
@@ -64,6 +65,9 @@ class SearchResult:
     source: str
     citation: str | None = None
     """`path#L<s>-L<e>` once `search.citations` decorated the result; None when citations are off."""
+    snippet_lines: tuple[int, int] | None = None
+    """The file lines the snippet shows, when they are known (a note's chunk maps line for line; a
+    transcript's chunk text does not map onto JSONL lines): the citation names these."""
 
     def to_dict(self) -> dict[str, object]:
         out: dict[str, object] = {
@@ -75,6 +79,8 @@ class SearchResult:
             "source": self.source,
             "citation": self.citation,
         }
+        if self.snippet_lines is not None:
+            out["snippetStartLine"], out["snippetEndLine"] = self.snippet_lines
         if self.start_line == NO_LINES:  # an image or audio file (multimodal memory): no lines
             out["kind"] = media_kind(self.path)
         return out
@@ -271,7 +277,21 @@ def openclaw_keyword_only(
     return (strict or ranked)[:max_results]
 
 
-def to_results(cands: Sequence[Candidate]) -> list[SearchResult]:
-    return [
-        SearchResult(c.path, c.start_line, c.end_line, c.score, truncate_snippet(c.snippet), c.source) for c in cands
-    ]
+def to_results(
+    cands: Sequence[Candidate], query: str = "", tokenizer: FtsTokenizer = "unicode61"
+) -> list[SearchResult]:
+    """The results served: each chunk's best window for `query` as its snippet (memoryd/search/snippets.py)."""
+    stems = query_stems(query, tokenizer) if query else ()
+    return [_result(c, stems) for c in cands]
+
+
+def _result(cand: Candidate, stems: Sequence[str]) -> SearchResult:
+    if cand.start_line == NO_LINES:
+        return SearchResult(cand.path, cand.start_line, cand.end_line, cand.score, cand.snippet, cand.source)
+    window = best_window(cand.snippet, stems)
+    lines: tuple[int, int] | None = None
+    if cand.source == "memory" and cand.snippet.count("\n") == cand.end_line - cand.start_line:  # line for line
+        lines = (cand.start_line + window.first_line, cand.start_line + window.last_line)
+    return SearchResult(
+        cand.path, cand.start_line, cand.end_line, cand.score, window.text, cand.source, snippet_lines=lines
+    )

@@ -16,7 +16,6 @@ from __future__ import annotations
 import itertools
 import math
 import re
-import unicodedata
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -29,6 +28,7 @@ from memoryd.search.features import KeywordFeatures
 from memoryd.search.fuse import Candidate
 from memoryd.search.keyword import fts_rows, quote_term, total_chunks
 from memoryd.search.scoring import bm25_rank_to_score
+from memoryd.search.terms import contains, fold, starts_word, stem
 from memoryd.store import schema
 from memoryd.store.db import translated
 from memoryd.store.ngrams import has_cjk, query_ngrams
@@ -56,9 +56,6 @@ _FILLER_VERBS = """
     remember remembered recall know knew think thought
 """
 _EXTRA_STOP_WORDS = frozenset(_FILLER_VERBS.split())
-# What may follow a coverage stem inside a word: "item5" must not match "item50".
-_ENDINGS = frozenset({"", "s", "es", "ed", "d", "e", "er", "ers", "ing", "ings", "ies", "y", "ly"})
-_COMBINING_RE = re.compile("[\u0300-\u036f\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff\ufe20-\ufe2f\u064b-\u065f]")
 
 
 @dataclass(frozen=True, slots=True)
@@ -216,56 +213,8 @@ def _unit_idf(plan: QueryPlan, main_df: dict[str, int], side_df: dict[str, int],
     return weights
 
 
-def _fold(text: str) -> str:
-    """Lowercase without diacritics, as unicode61 remove_diacritics folds it."""
-    lower = text.lower()
-    if lower.isascii():
-        return lower
-    return _COMBINING_RE.sub("", unicodedata.normalize("NFKD", lower))
-
-
-def _stem(unit: str) -> str:
-    """What a coverage unit is looked for as: folded, and for spaced scripts lightly stemmed
-    ("meetings" finds "meeting", "hiking" finds "hik…")."""
-    folded = _fold(unit)
-    if has_cjk(folded):
-        return folded
-    for suffix in ("ing", "ies", "es", "ed", "s"):
-        if len(folded) - len(suffix) >= 4 and folded.endswith(suffix):
-            return folded[: -len(suffix)]
-    return folded
-
-
-def _starts_word(text: str, index: int) -> bool:
-    """Whether `index` starts a word: the previous character is not a letter or digit of a spaced
-    script (CJK characters count as boundaries: "API" starts a word in "和API接口")."""
-    if index == 0:
-        return True
-    before = text[index - 1]
-    return not (before.isalnum() or before == "_") or has_cjk(before)
-
-
-def _contains(text: str, stem: str) -> bool:
-    """`stem` as a word of `text`, or as a word with a common ending ("meet" in "meetings"); CJK:
-    anywhere. str.find, then boundary checks: a regex with a leading lookbehind cannot skip ahead
-    and was 20x slower here."""
-    cjk = has_cjk(stem)
-    index = text.find(stem)
-    while index >= 0:
-        if cjk:
-            return True
-        end = index + len(stem)
-        rest = end
-        while rest < len(text) and (text[rest].isalnum() or text[rest] == "_") and not has_cjk(text[rest]):
-            rest += 1
-        if _starts_word(text, index) and text[end:rest] in _ENDINGS:
-            return True
-        index = text.find(stem, index + 1)
-    return False
-
-
 def _has_phrase(text: str, pattern: re.Pattern[str]) -> bool:
-    return any(_starts_word(text, match.start()) for match in pattern.finditer(text))
+    return any(starts_word(text, match.start()) for match in pattern.finditer(text))
 
 
 def _score(
@@ -282,14 +231,14 @@ def _score(
             "SELECT n, id, path, source, start_line, end_line, text, ts FROM chunks "
             f"WHERE n IN ({','.join(str(n) for n in best)})"
         ).fetchall()
-    stems = {unit: _stem(unit) for unit in idf}
+    stems = {unit: stem(unit) for unit in idf}
     pairs = plan.pairs if features.proximity else ()
-    pair_patterns = [re.compile(re.escape(_fold(a)) + r"\W+" + re.escape(_fold(b)) + r"\b") for a, b in pairs]
+    pair_patterns = [re.compile(re.escape(fold(a)) + r"\W+" + re.escape(fold(b)) + r"\b") for a, b in pairs]
     weight_total = sum(idf.values())
     out: list[Candidate] = []
     for n, cid, path, source, start, end, text, ts in rows:
-        folded = _fold(str(text))
-        matched = sum(w for unit, w in idf.items() if _contains(folded, stems[unit]))
+        folded = fold(str(text))
+        matched = sum(w for unit, w in idf.items() if contains(folded, stems[unit]))
         coverage = matched / weight_total if weight_total > 0 else 1.0
         phrase = sum(1 for p in pair_patterns if _has_phrase(folded, p)) / len(pair_patterns) if pair_patterns else 0.0
         weight = COVERAGE_FLOOR + (1 - COVERAGE_FLOOR) * coverage if features.coverage else 1.0

@@ -130,7 +130,8 @@ class Searcher:
             cands, run, backend, reranked = ranked.results, ranked.mode, ranked.backend, ranked.rerank
             evidence, min_evidence = ranked.evidence, opts.min_evidence
             fallback = ranked.fallback or fallback
-            results = to_results(cands)
+            window_for = "" if self.settings.compat == "openclaw" else q  # OpenClaw serves each chunk's head
+            results = to_results(cands, window_for, self.settings.store.fts.tokenizer)
         if fallback is None and self._active.fallback_from is not None:
             fallback = self._active.fallback_info()  # the configured provider failed; its fallback answered
         return SearchResponse(
