@@ -132,7 +132,11 @@ class Daemon:
         self.runs.append(LogPump(self.proc.stderr))
         self._cursor = 0
         if expect_ready:
-            self.wait_for_line(READY_LINE)
+            try:
+                self.wait_for_line(READY_LINE)
+            except AssertionError:
+                self.close()  # a start that failed leaves no process or pipe for a later test's collector
+                raise
             self._cursor = 0  # what the daemon logs while it gets ready (first syncs) is still to be waited for
 
     @property
