@@ -43,6 +43,7 @@ BIND_METHOD = "memoryd/bind"
 AGENTS_METHOD = "memoryd/agents"
 SYNC_METHOD = "memoryd/sync"
 TRANSCRIPT_UPDATED_METHOD = "memoryd/transcriptUpdated"
+RELOAD_METHOD = "memoryd/reload"
 
 MEMORYD_ERROR = -32010
 """JSON-RPC error code of a memoryd failure in memoryd's own requests (implementation-defined band)."""
@@ -103,6 +104,12 @@ class SyncParams(RequestParams):
     reason: str = "client"
 
 
+class ReloadParams(RequestParams):
+    """`memoryd/reload` params: why (shown in the logs)."""
+
+    reason: str = "client"
+
+
 class TranscriptUpdatedParams(NotificationParams):
     """`memoryd/transcriptUpdated` params: the transcript file that grew."""
 
@@ -160,6 +167,13 @@ def build_server(service: MemoryService, tools: Sequence[ToolSchema], binding: A
             log.exception("sync_failed", error=describe(exc))
             raise MCPError(INTERNAL_ERROR, "internal error") from exc
 
+    async def reload(ctx: ServerRequestContext[dict[str, Any]], params: ReloadParams) -> dict[str, Any]:
+        """Daemon-wide, so any connection may ask (bound or not); a broken file is a result, not an error."""
+        try:
+            return await service.reload(params.reason)
+        except MemorydError as exc:
+            raise MCPError(MEMORYD_ERROR, str(exc), {"error": type(exc).__name__}) from exc
+
     async def transcript_updated(ctx: ServerRequestContext[dict[str, Any]], params: TranscriptUpdatedParams) -> None:
         try:
             await service.transcript_updated(binding.resolve(service), params.path)
@@ -181,6 +195,7 @@ def build_server(service: MemoryService, tools: Sequence[ToolSchema], binding: A
 
     server.add_request_handler(AGENTS_METHOD, AgentsParams, agents)
     server.add_request_handler(SYNC_METHOD, SyncParams, sync)
+    server.add_request_handler(RELOAD_METHOD, ReloadParams, reload)
     server.add_notification_handler(TRANSCRIPT_UPDATED_METHOD, TranscriptUpdatedParams, transcript_updated)
     server.middleware.append(param_guard(method_schemas()))
     return server

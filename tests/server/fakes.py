@@ -172,6 +172,10 @@ class FakeMemoryService:
         self.transcripts.append((agent, path))
         self.transcript_seen.set()
 
+    async def reload(self, reason: str) -> dict[str, object]:
+        self.calls.append(Call("reload", "", {"reason": reason}))
+        return {"ok": True, "reason": reason, "agents": self.agent_ids()}
+
     def _files(self, agent: str) -> dict[str, str]:
         if agent not in self.notes:
             raise NotFoundError(f"unknown agent {agent!r}")
