@@ -29,6 +29,7 @@ from memoryd.embeddings.select import ProviderPool
 from memoryd.errors import DaemonError, MemorydError, describe, first_error
 from memoryd.index.actor import AgentIndex, ProviderFactory
 from memoryd.index.discover import transcript_event_path
+from memoryd.index.forget import Forget, parse_when
 from memoryd.index.supervisor import Supervisor
 from memoryd.index.watcher import Watcher
 from memoryd.reloading import Reloader
@@ -116,6 +117,18 @@ class DaemonService:
     async def sync(self, agent: str, *, force: bool, reason: str) -> dict[str, object]:
         actor = await self._actor(agent)
         return (await actor.request_sync(reason, force=force)).to_dict()
+
+    async def forget(
+        self, agent: str, *, paths: list[str], all: bool, before: str | None, after: str | None
+    ) -> dict[str, object]:
+        actor = await self._actor(agent)
+        what = Forget(
+            tuple(paths),
+            all,
+            None if before is None else parse_when(before, "before"),
+            None if after is None else parse_when(after, "after"),
+        )
+        return await actor.forget(what)
 
     async def transcript_updated(self, agent: str, path: str) -> None:
         actor = await self._actor(agent)

@@ -55,6 +55,7 @@ COMMANDS: dict[str, Command] = {
     "remember": Command("remember:run", logs_first=False),
     "setup": Command("setup:run"),
     "reload": Command("reload:run", logs_first=False),
+    "forget": Command("forget:run", logs_first=False),
     "status": Command("status:run", logs_first=False),
     "config": Command("config_show:run"),
     "install-service": Command("service:install"),

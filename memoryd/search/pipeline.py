@@ -64,6 +64,8 @@ class SearchResult:
     source: str
     citation: str | None = None
     """`path#L<s>-L<e>` once `search.citations` decorated the result; None when citations are off."""
+    retained: bool = False
+    """A transcript deleted from disk, served from the retention store (memoryd.index.retention)."""
 
     def to_dict(self) -> dict[str, object]:
         out: dict[str, object] = {
@@ -77,6 +79,8 @@ class SearchResult:
         }
         if self.start_line == NO_LINES:  # an image or audio file (multimodal memory): no lines
             out["kind"] = media_kind(self.path)
+        if self.retained:
+            out["retained"] = True
         return out
 
 
