@@ -314,7 +314,7 @@ class IndexEngine:
     def drift(self, session_files: Sequence[Path] = ()) -> list[str]:
         """Index paths whose file on disk differs from the index (new, changed, deleted): a stat pass, no
         reading; with `session_files`, only those transcripts. Blocking: run it in a worker thread."""
-        return drifted_paths(self.agent, self.database.readers, session_files)
+        return drifted_paths(self.agent, self.database.readers, session_files, self.indexer.retention.gone)
 
     async def is_empty(self) -> bool:
         def check() -> bool:
