@@ -386,7 +386,7 @@ class IndexEngine:
             self.searcher.report(),
             self.state.report(),
             self.integrity.report(),
-            {"degraded": self._degraded_now()},
+            {"degraded": self._degraded_now(), "retention": self.indexer.retention.report()},
         )
 
     def _degraded_now(self) -> list[dict[str, str]]:

@@ -191,6 +191,10 @@ class Retention:
             store.delete(paths)
         self.refresh()
 
+    def report(self) -> dict[str, object]:
+        """Status: whether deleted transcripts are kept, how many are served from the store, where it is."""
+        return {"enabled": self.active, "retained": len(self.gone), "retainDays": self.days, "path": str(self.path)}
+
     # ---------------------------------------------------------------- serving
 
     def lookup(self, raw: str) -> str | None:

@@ -68,6 +68,12 @@ async def test_a_deleted_transcript_stays_searchable_and_readable(ws: Path, make
         assert report.counts.deleted == 1  # the note; the transcript is kept
         assert await paths(engine, PLANTED) == [(SESSION, True)]
         assert await paths(engine, "quokka") == []
+        assert engine.status()["retention"] == {
+            "enabled": True,
+            "retained": 1,
+            "retainDays": 0,
+            "path": str(agent.db_path.with_name("index.retained.sqlite")),
+        }
         got = engine.read_file(SESSION).to_dict()
         assert got["retained"] is True and got["lineNumbers"] == [2, 3] and PLANTED in str(got["text"])
         assert engine.read_file(SESSION, from_line=3, lines=1).to_dict()["lineNumbers"] == [3]
