@@ -172,3 +172,33 @@ async def test_forget_by_date_and_all(ws: Path, make_agent: AgentFactory) -> Non
         assert await paths(engine, "walrus") == []
     finally:
         await engine.aclose()
+
+
+async def test_a_deleted_session_folder_keeps_its_transcripts(ws: Path, make_agent: AgentFactory) -> None:
+    engine = await open_engine(make_agent(ws))
+    try:
+        await engine.sync("start")
+        for p in sorted((ws / "sessions").rglob("*"), reverse=True):
+            p.unlink() if p.is_file() else p.rmdir()
+        (ws / "sessions").rmdir()
+        await engine.sync("folder gone")  # the sources change: a full rebuild, which reads the store
+        assert await paths(engine, PLANTED) == [(SESSION, True)]
+        assert engine.read_file(SESSION).retained
+    finally:
+        await engine.aclose()
+
+
+async def test_a_transcript_back_on_disk_is_no_longer_retained(ws: Path, make_agent: AgentFactory) -> None:
+    engine = await open_engine(make_agent(ws))
+    try:
+        await engine.sync("start")
+        saved = (ws / SESSION).read_bytes()
+        (ws / SESSION).unlink()
+        await engine.sync("deleted")
+        assert await paths(engine, PLANTED) == [(SESSION, True)]
+        (ws / SESSION).write_bytes(saved)
+        await engine.sync("restored")
+        assert await paths(engine, PLANTED) == [(SESSION, False)]
+        assert not engine.read_file(SESSION).retained
+    finally:
+        await engine.aclose()
