@@ -62,11 +62,11 @@ def run(args: argparse.Namespace, cfg: Config, out: TextIO) -> int:
             out.write(f"updated: {path} (backup: {change.backup})\n")
     out.write(f"restart {HOST_NAMES[host]} to load it\n")
     if preset is not None:
-        out.write(_reload_daemon(args, cfg, agent.id, preset) + "\n")
+        out.write(_reload_daemon(args, cfg, agent.id, preset, memoryd_file) + "\n")
     return EXIT_OK
 
 
-def _reload_daemon(args: argparse.Namespace, cfg: Config, agent_id: str, preset: str) -> str:
+def _reload_daemon(args: argparse.Namespace, cfg: Config, agent_id: str, preset: str, edited: Path) -> str:
     """Ask the running daemon to read the edited config now; what a person should know about it."""
     from memoryd.cli.link import live_daemon
     from memoryd.cli.reload import NO_DAEMON, describe, request_reload
@@ -81,6 +81,10 @@ def _reload_daemon(args: argparse.Namespace, cfg: Config, agent_id: str, preset:
         return f"could not ask the daemon to reload ({exc}); run `memoryd reload` or restart it"
     if not report.get("ok"):
         return describe(report)
+    if Path(str(report.get("config"))).absolute() != edited.absolute():
+        return f"the running daemon reads {report.get('config')}, not {edited}: add the entry there, or restart it"
+    if agent_id not in (report.get("agents") or []):
+        return f"the running daemon reloaded but does not serve agent {agent_id!r}: {describe(report)}"
     # The daemon may have noticed the edited file itself a moment before: what it serves is what counts.
     return f"the running daemon now serves {preset} transcripts as agent {agent_id!r}'s sessions (config reloaded)"
 
