@@ -86,7 +86,7 @@ def _reload_daemon(args: argparse.Namespace, cfg: Config, agent_id: str, preset:
     if agent_id not in (report.get("agents") or []):
         return f"the running daemon reloaded but does not serve agent {agent_id!r}: {describe(report)}"
     # The daemon may have noticed the edited file itself a moment before: what it serves is what counts.
-    return f"the running daemon now serves {preset} transcripts as agent {agent_id!r}'s sessions (config reloaded)"
+    return f"the running daemon now serves {preset} transcripts as the sessions of agent {agent_id!r} (config reloaded)"
 
 
 def _current(path: Path) -> str:
