@@ -4,8 +4,9 @@ Start-up order matters: the state directory is claimed first (a lock held for th
 lifetime: a second daemon names the live one and exits before it touches anything), then the
 socket, whose location is then recorded in the state directory for clients of any environment,
 then the supervisor starts the agents' actors, then the watcher. SIGTERM/SIGINT shut down
-cleanly (in-flight writes finish in their threads and commit or roll back); SIGHUP reloads
-the configuration and adds, removes or restarts agents.
+cleanly (in-flight writes finish in their threads and commit or roll back); SIGHUP, `memoryd/reload`
+and an edit of the config file reload the configuration and add, remove or restart agents
+(`memoryd.reloading`).
 """
 
 from __future__ import annotations
@@ -22,15 +23,16 @@ import anyio
 import structlog
 from anyio.abc import TaskGroup, TaskStatus
 
-from memoryd import config as config_mod
 from memoryd import heap, paths
 from memoryd.config import Config
 from memoryd.embeddings.select import ProviderPool
-from memoryd.errors import ConfigError, MemorydError, describe, first_error
+from memoryd.errors import DaemonError, MemorydError, describe, first_error
 from memoryd.index.actor import AgentIndex, ProviderFactory
 from memoryd.index.discover import transcript_event_path
+from memoryd.index.forget import Forget, parse_when
 from memoryd.index.supervisor import Supervisor
 from memoryd.index.watcher import Watcher
+from memoryd.reloading import Reloader
 from memoryd.runtime.claim import StateClaim, claim_state_dir
 from memoryd.runtime.private import make_private_dirs
 from memoryd.server.service import Corpus, WriteTarget
@@ -46,6 +48,12 @@ class DaemonService:
     def __init__(self, supervisor: Supervisor) -> None:
         self.supervisor = supervisor
         self.started = time.monotonic()
+        self.reloader: Reloader | None = None
+
+    async def reload(self, reason: str) -> dict[str, object]:
+        if self.reloader is None:
+            raise DaemonError("the daemon is still starting; try again")
+        return (await self.reloader.reload(reason)).to_dict()
 
     def agent_ids(self) -> list[str]:
         return self.supervisor.agent_ids()
@@ -110,6 +118,18 @@ class DaemonService:
         actor = await self._actor(agent)
         return (await actor.request_sync(reason, force=force)).to_dict()
 
+    async def forget(
+        self, agent: str, *, paths: list[str], all: bool, before: str | None, after: str | None
+    ) -> dict[str, object]:
+        actor = await self._actor(agent)
+        what = Forget(
+            tuple(paths),
+            all,
+            None if before is None else parse_when(before, "before"),
+            None if after is None else parse_when(after, "after"),
+        )
+        return await actor.forget(what)
+
     async def transcript_updated(self, agent: str, path: str) -> None:
         actor = await self._actor(agent)
         where = await anyio.to_thread.run_sync(transcript_event_path, actor.agent, path)
@@ -117,7 +137,7 @@ class DaemonService:
 
 
 async def _signals(
-    tg_cancel: Callable[[], None], reload: Callable[[], Awaitable[None]], *, task_status: TaskStatus[None]
+    tg_cancel: Callable[[], None], reload: Callable[[], Awaitable[object]], *, task_status: TaskStatus[None]
 ) -> None:
     with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT, signal.SIGHUP) as signals:
         task_status.started()
@@ -153,24 +173,8 @@ async def serve(
     service = DaemonService(supervisor)
     watcher = Watcher(lambda: list(supervisor.actors.values()))
 
-    async def reload() -> None:
-        """SIGHUP: never stops the daemon. A file that cannot be read or parsed keeps the whole current
-        configuration; an agent whose new store.path cannot be used keeps its own (Supervisor.apply)."""
-        try:
-            new = await anyio.to_thread.run_sync(
-                functools.partial(config_mod.load, config_path or cfg.source_file, state_dir=cfg.state_dir)
-            )
-        except ConfigError as exc:
-            log.error("config reload failed; keeping the current configuration", error=str(exc))  # noqa: TRY400
-            return
-        except Exception:  # a bug in loading: the daemon and its agents go on with what they have
-            log.exception("config reload failed unexpectedly; keeping the current configuration")
-            return
-        try:
-            await supervisor.apply(new)
-        except Exception:
-            log.exception("applying the reloaded configuration failed; agents keep what they run")
-        watcher.restart()
+    reloader = Reloader(cfg, config_path, supervisor.apply, watcher.restart, supervisor.agent_ids)
+    service.reloader = reloader
 
     try:
         async with anyio.create_task_group() as tg:
@@ -180,7 +184,7 @@ async def serve(
                 supervisor=supervisor,
                 watcher=watcher,
                 path=path,
-                reload=reload,
+                reloader=reloader,
                 max_line_bytes=cfg.daemon.max_line_bytes,
                 max_queued_bytes=cfg.daemon.max_queued_bytes,
                 max_connections=cfg.daemon.max_connections,
@@ -203,7 +207,7 @@ async def _run_services(
     supervisor: Supervisor,
     watcher: Watcher,
     path: Path,
-    reload: Callable[[], Awaitable[None]],
+    reloader: Reloader,
     max_line_bytes: int,
     max_queued_bytes: int,
     max_connections: int,
@@ -225,9 +229,10 @@ async def _run_services(
         path,
     )
     await anyio.to_thread.run_sync(functools.partial(claim.publish, path, log_file=log_file))
-    await tg.start(_signals, tg.cancel_scope.cancel, reload)
+    await tg.start(_signals, tg.cancel_scope.cancel, functools.partial(reloader.reload, "SIGHUP"))
     await tg.start(supervisor.run)
     await tg.start(watcher.run)
+    await tg.start(reloader.watch)
     log.info("memoryd ready", socket=str(path), agents=supervisor.agent_ids())
 
 

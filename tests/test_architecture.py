@@ -48,7 +48,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("qmd", ("memoryd.qmd",)),  # a search backend in front of the builtin index, which answers when it fails
     ("index", ("memoryd.index",)),
     ("server", ("memoryd.server", "memoryd.service", "memoryd.hosts")),
-    ("composition", ("memoryd.daemon", "memoryd.eval", "memoryd.progress", "memoryd.setup")),
+    ("composition", ("memoryd.daemon", "memoryd.eval", "memoryd.progress", "memoryd.reloading", "memoryd.setup")),
     ("cli", ("memoryd.cli", "memoryd.__main__")),
 )
 RANK = {name: rank for rank, (name, _prefixes) in enumerate(LAYERS)}

@@ -54,6 +54,8 @@ COMMANDS: dict[str, Command] = {
     "get": Command("get:run", logs_first=False),
     "remember": Command("remember:run", logs_first=False),
     "setup": Command("setup:run"),
+    "reload": Command("reload:run", logs_first=False),
+    "forget": Command("forget:run", logs_first=False),
     "status": Command("status:run", logs_first=False),
     "config": Command("config_show:run"),
     "install-service": Command("service:install"),

@@ -100,6 +100,16 @@ def build_parser(*, with_eval: bool = True) -> argparse.ArgumentParser:
     p.add_argument("host", choices=["claude-code", "claude-desktop", "codex", "cursor"], help="the MCP host")
     p.add_argument("--write", action="store_true", help="merge it into the host's config file (a backup is kept)")
 
+    p = sub.add_parser("forget", parents=[common], help="delete retained session transcripts for good")
+    p.add_argument("paths", nargs="*", help="transcripts as results name them (claude-code/...), or their old path")
+    p.add_argument("--all", action="store_true", help="every retained transcript of the agent")
+    p.add_argument("--before", help="only transcripts whose last message is before this date (YYYY-MM-DD, UTC)")
+    p.add_argument("--after", help="only transcripts whose last message is on or after this date")
+    p.add_argument("--json", action="store_true", help="print the report as JSON")
+
+    p = sub.add_parser("reload", parents=[common], help="make the running daemon read its configuration again")
+    p.add_argument("--json", action="store_true", help="print the daemon's reply as JSON")
+
     p = sub.add_parser("remember", parents=[common], help="save a memory (append to today's note or MEMORY.md)")
     p.add_argument("text", help="what to remember, as markdown; '-' reads it from stdin")
     p.add_argument("--long-term", action="store_true", help="append to MEMORY.md instead of today's daily note")

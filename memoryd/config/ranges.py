@@ -95,6 +95,7 @@ SETTINGS: dict[str, Range] = {
     "files.max_transcript_bytes": at_least(1),
     "multimodal.max_file_bytes": at_least(1),
     "qmd.sessions.retention_days": at_least(0),  # 0 = keep all
+    "transcripts.retain_days": at_least(0),  # 0 = keep forever
     "qmd.update.debounce_ms": at_least(0),
     "qmd.update.command_timeout_ms": at_least(1),
     "qmd.update.update_timeout_ms": at_least(1),

@@ -105,6 +105,11 @@ class TranscriptSettings:
     subagents: bool = False
     """Index sub-agent turns too: Claude Code's sidechain records (`isSidechain`, the `subagents/`
     files) and Codex rollouts of a sub-agent thread. Off: only the conversation the user had."""
+    retain: bool = True
+    """Keep a transcript's redacted text (memoryd.index.retention) so it stays searchable and readable
+    after the file is deleted (Claude Code deletes sessions after 30 days). Notes are never retained."""
+    retain_days: int = 0
+    """Drop a deleted transcript whose last message is older than this many days; 0 keeps it forever."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -23,6 +23,7 @@ from memoryd.embeddings.select import Selection, first_candidate
 from memoryd.errors import CorruptDatabaseError, MemorydError
 from memoryd.index.checkup import Checkup
 from memoryd.index.engine import IndexEngine
+from memoryd.index.forget import Forget
 from memoryd.index.integrity import Corruption
 from memoryd.index.saving import SaveReport, save
 from memoryd.index.scheduler import SyncJob, SyncScheduler
@@ -232,7 +233,12 @@ class AgentIndex:
             self._rebuild_if_damaged()
             raise CorruptDatabaseError(self.engine.integrity.message()) from None
         self._rebuild_if_damaged()  # another reader may have met damage this one did not
+        resp = self.engine.indexer.retention.mark(resp)
         return dataclasses.replace(resp, freshness=scheduler.freshness(resp.freshness))
+
+    async def forget(self, what: Forget) -> dict[str, object]:
+        """`memoryd/forget`: delete retained transcripts for good (between syncs, as the engine runs them)."""
+        return await self.engine.forget(what)
 
     async def get(self, path: str, *, from_line: int | None, lines: int | None) -> FileSlice:
         return await anyio.to_thread.run_sync(lambda: self.engine.read_file(path, from_line=from_line, lines=lines))

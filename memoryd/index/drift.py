@@ -56,9 +56,12 @@ def drifted(
     return out
 
 
-def drifted_paths(agent: AgentConfig, readers: ReaderPool, session_files: Sequence[Path] = ()) -> list[str]:
+def drifted_paths(
+    agent: AgentConfig, readers: ReaderPool, session_files: Sequence[Path] = (), retained: Collection[str] = ()
+) -> list[str]:
     """`drifted` over the agent's sources as discovery lists them (only `session_files`, when given),
-    against the index as a pooled read connection sees it."""
+    against the index as a pooled read connection sees it. `retained`: transcripts deleted from disk and
+    kept on purpose (memoryd.index.retention), which are not a change."""
     sources = plan.effective_sources(agent)
     unlisted: list[Unlisted] = []
     gone_from: tuple[str, ...] = ()
@@ -70,4 +73,9 @@ def drifted_paths(agent: AgentConfig, readers: ReaderPool, session_files: Sequen
     with readers.reader() as (conn, vec):
         store = IndexStore(conn, vec)
         states = {(s, path): st for s in ("memory", "sessions") for path, st in store.file_states(s).items()}
-    return drifted(files, states, gone_from=gone_from, keep=lambda source, path: under(source, path, unlisted))
+    return drifted(
+        files,
+        states,
+        gone_from=gone_from,
+        keep=lambda source, path: (source == "sessions" and path in retained) or under(source, path, unlisted),
+    )

@@ -29,6 +29,7 @@ from memoryd.errors import CorruptDatabaseError, MemorydError, ReadonlyDatabaseE
 from memoryd.index import plan
 from memoryd.index.database import AgentDatabase
 from memoryd.index.drift import drifted_paths
+from memoryd.index.forget import Forget, forget
 from memoryd.index.indexer import Indexer
 from memoryd.index.integrity import Integrity, set_aside_suffix
 from memoryd.index.roots import unreadable_now
@@ -145,6 +146,7 @@ class IndexEngine:
             with contextlib.suppress(ValueError, TypeError):
                 self.state.indexed_at = max(self.state.indexed_at, int(store.get_value(INDEXED_AT_KEY) or 0))
         self.state.last_sync_saved = store.get_value(LAST_SYNC_KEY)
+        self.indexer.retention.open()
 
     def take_writer_lock(self) -> None:
         """Become the writer (raises WriterLockBusyError when another process is)."""
@@ -156,6 +158,7 @@ class IndexEngine:
         await anyio.to_thread.run_sync(self.close)
 
     def close(self) -> None:
+        self.indexer.retention.close()
         self.database.close()
 
     def _store_required(self) -> IndexStore:
@@ -311,7 +314,7 @@ class IndexEngine:
     def drift(self, session_files: Sequence[Path] = ()) -> list[str]:
         """Index paths whose file on disk differs from the index (new, changed, deleted): a stat pass, no
         reading; with `session_files`, only those transcripts. Blocking: run it in a worker thread."""
-        return drifted_paths(self.agent, self.database.readers, session_files)
+        return drifted_paths(self.agent, self.database.readers, session_files, self.indexer.retention.gone)
 
     async def is_empty(self) -> bool:
         def check() -> bool:
@@ -334,11 +337,19 @@ class IndexEngine:
         request = SearchRequest(
             query, max_results=max_results, min_score=min_score, corpus=corpus, mode=mode, session_key=session_key
         )
-        return cite(await self.searcher.search(request), self.agent.settings.citations, session_key)
+        resp = self.indexer.retention.mark(await self.searcher.search(request))
+        return cite(resp, self.agent.settings.citations, session_key)
+
+    async def forget(self, what: Forget) -> dict[str, object]:
+        """Delete retained transcripts for good (memoryd.index.forget), never during a sync."""
+        async with self._sync_lock:
+            return await anyio.to_thread.run_sync(forget, self.indexer.retention, self.database.store, what)
 
     def read_file(self, path: str, *, from_line: int | None = None, lines: int | None = None) -> FileSlice:
         """Lines of a memory file, or the messages of a transcript (a path in a session root). Blocking."""
         rules = self.settings.files
+        if (kept := self.indexer.retention.read(path, from_line=from_line, lines=lines)) is not None:
+            return kept  # a transcript deleted from disk, served from the retention store
         if "sessions" in self.settings.sources:
             found = read_transcript(
                 path,
@@ -375,7 +386,7 @@ class IndexEngine:
             self.searcher.report(),
             self.state.report(),
             self.integrity.report(),
-            {"degraded": self._degraded_now()},
+            {"degraded": self._degraded_now(), "retention": self.indexer.retention.report()},
         )
 
     def _degraded_now(self) -> list[dict[str, str]]:

@@ -28,6 +28,7 @@ from memoryd.index.database import AgentDatabase
 from memoryd.index.discover import Unlisted, discover, refuse_to_lose_rows, targeted_memory, targeted_sessions, under
 from memoryd.index.embedding import embed_prepared
 from memoryd.index.media_embedding import embed_media
+from memoryd.index.retention import Retention
 from memoryd.index.roots import degraded_places, track, unlisted_paths
 from memoryd.index.state import IndexState, Progress, ProgressFn
 from memoryd.index.sync import (
@@ -69,6 +70,7 @@ class Indexer:
         self._state = state
         self.batch = batch
         self._warned: set[str] = set()  # unrecognised transcripts already logged (a rebuild knows no old format)
+        self.retention = Retention(agent)
 
     def full_reindex_reasons(self, meta: IndexMeta | None) -> list[str]:
         """Why the index must be rebuilt from scratch (spec §3.9); empty when a delta sync will do."""
@@ -149,6 +151,8 @@ class Indexer:
         provider = self._active.provider
         limit = None if provider is None else input_limit_bytes(provider.id, provider.model)
         media = MediaOptions(self.settings.multimodal.max_file_bytes, embeddable=media_embedder(provider) is not None)
+        retention = self.retention
+        known = await anyio.to_thread.run_sync(retention.known)
         for start in range(0, len(files), BATCH_FILES):
             batch = files[start : start + BATCH_FILES]
             batch_states = {
@@ -168,29 +172,28 @@ class Indexer:
                 )
             )
             self._warn_unrecognised(prepared)
-            try:
-                prepared, vectors = await self._embed(store, prepared)
-            except EmbeddingError as exc:
-                # Keep the index usable: write these chunks for keyword search now, embed them next sync.
-                log.warning("embedding failed; indexing keyword-only for now", agent=self.agent.id, error=str(exc))
-                self._state.embedding_error = str(exc)
-                write = functools.partial(write_prepared, store, prepared, model, None, missing_vectors=True)
-            else:
-                if self._active.provider is not None:
-                    self._state.embedding_error = None
-                write = functools.partial(write_prepared, store, prepared, model, vectors)
-            counts = await anyio.to_thread.run_sync(write)
+            counts = await self._embed_and_write(store, prepared, model)
             total.add(counts)
+            retain = functools.partial(retention.record, prepared, known, rules, self.settings.transcripts.subagents)
+            await anyio.to_thread.run_sync(retain)
             if full or counts.indexed or counts.deleted:
                 crash_point("reindex:building" if full else "sync:after-batch")
             if progress is not None:
                 progress(Progress("index", min(start + len(batch), len(files)), len(files), total.chunks))
+        gone: frozenset[str] = frozenset()
+        if prune or full:  # a listing pass: retained transcripts it did not find are served from the store
+            listed = (f.path for f in files if f.source == "sessions")
+            held = functools.partial(under, "sessions", places=keep)
+            gone = await anyio.to_thread.run_sync(retention.vanished, listed, known, held)
+            if expired := await anyio.to_thread.run_sync(retention.expired):
+                total.deleted += await anyio.to_thread.run_sync(self._expire, store, expired)
+                gone = retention.gone
         if prune:
             seen = {f"{f.source}\x00{f.path}" for f in files}
             stale: dict[str, list[str]] = {}
             for key in states:
                 source, path = key.split("\x00", 1)
-                if key not in seen and not under(source, path, keep):
+                if key not in seen and not under(source, path, keep) and not (source == "sessions" and path in gone):
                     stale.setdefault(source, []).append(path)
             for source in ("memory", "sessions"):
                 paths = stale.get(source, [])
@@ -201,6 +204,43 @@ class Indexer:
                             return store.delete_files(s, ps)
 
                     total.deleted += await anyio.to_thread.run_sync(delete)
+        if gone:
+            indexed = {k.split("\x00", 1)[1] for k in states if k.startswith("sessions\x00")}
+            total.add(await self._restore(store, retention.restorable(indexed), model, limit))
+        return total
+
+    def _expire(self, store: IndexStore, paths: list[str]) -> int:
+        """Drop deleted transcripts older than `transcripts.retain_days`, from the index and the store."""
+        with store.transaction():
+            count = store.delete_files("sessions", paths)
+        self.retention.drop(paths)
+        log.info("retained transcripts expired", agent=self.agent.id, count=count, days=self.retention.days)
+        return count
+
+    async def _embed_and_write(self, store: IndexStore, prepared: list[Prepared], model: str) -> SyncCounts:
+        """Embed a batch of prepared files and write it; keyword-only (embedded next sync) when embedding fails."""
+        try:
+            prepared, vectors = await self._embed(store, prepared)
+        except EmbeddingError as exc:
+            # Keep the index usable: write these chunks for keyword search now, embed them next sync.
+            log.warning("embedding failed; indexing keyword-only for now", agent=self.agent.id, error=str(exc))
+            self._state.embedding_error = str(exc)
+            write = functools.partial(write_prepared, store, prepared, model, None, missing_vectors=True)
+        else:
+            if self._active.provider is not None:
+                self._state.embedding_error = None
+            write = functools.partial(write_prepared, store, prepared, model, vectors)
+        return await anyio.to_thread.run_sync(write)
+
+    async def _restore(self, store: IndexStore, paths: Sequence[str], model: str, limit: int | None) -> SyncCounts:
+        """Index deleted transcripts from the retention store (a rebuild's new database lacks their rows)."""
+        total = SyncCounts()
+        for start in range(0, len(paths), BATCH_FILES):
+            part = paths[start : start + BATCH_FILES]
+            prepare = functools.partial(self.retention.prepare_restored, part, self.settings.chunking, limit)
+            total.add(await self._embed_and_write(store, await anyio.to_thread.run_sync(prepare), model))
+        if paths:
+            log.info("deleted transcripts restored from the retention store", agent=self.agent.id, count=len(paths))
         return total
 
     def _warn_unrecognised(self, prepared: Sequence[Prepared]) -> None:

@@ -48,6 +48,7 @@ ORDER: dict[str, tuple[str, ...]] = {
     "malformedTranscriptLines": (),
     "transcriptFormats": (),
     "unrecognisedTranscripts": (),
+    "retention": (),
     "indexedAt": (),
     "pending": (),
     "lastSync": (),

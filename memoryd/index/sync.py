@@ -40,7 +40,7 @@ from memoryd.sources.chunking import Chunk, chunk_markdown, split_for_input_limi
 from memoryd.sources.discovery import SourceFile
 from memoryd.sources.media import MediaRef, SkipReason, describe
 from memoryd.sources.safefile import RefusedFileError, read_checked
-from memoryd.sources.transcripts import chunk_transcript, parse_transcript
+from memoryd.sources.transcripts import Transcript, chunk_transcript, parse_transcript
 from memoryd.store.index import SKIPPED, FileState, IndexStore
 
 log = structlog.get_logger(__name__)
@@ -77,6 +77,9 @@ class Prepared:
     previous_format: str | None = None  # as the index knew it
     media: MediaRef | None = None
     """A media file to embed with its bytes (re-read at embedding time); None for text."""
+    transcript: Transcript | None = None
+    """A transcript as read now (CHANGED, TOUCHED), for the retention store (memoryd.index.retention)."""
+    total_lines: int = 0
 
     @property
     def media_skip(self) -> str:
@@ -180,6 +183,7 @@ def prepare(
     bad = transcript.malformed_lines if transcript is not None else 0
     fmt = transcript.format if transcript is not None else None
     before = state.format if state is not None else None
+    lines = data.count(b"\n") + 1 if transcript is not None else 0
     if not full and state is not None and state.hash == digest:
         return Prepared(
             file,
@@ -190,6 +194,8 @@ def prepare(
             bad_lines=bad,
             format=fmt,
             previous_format=before,
+            transcript=transcript,
+            total_lines=lines,
         )
     if transcript is not None:
         chunks = chunk_transcript(transcript, chunking.tokens, chunking.overlap)
@@ -207,6 +213,8 @@ def prepare(
         chunks=chunks,
         format=fmt,
         previous_format=before,
+        transcript=transcript,
+        total_lines=lines,
     )
 
 

@@ -68,6 +68,8 @@ class SearchResult:
     snippet_lines: tuple[int, int] | None = None
     """The file lines the snippet shows, when they are known (a note's chunk maps line for line; a
     transcript's chunk text does not map onto JSONL lines): the citation names these."""
+    retained: bool = False
+    """A transcript deleted from disk, served from the retention store (memoryd.index.retention)."""
 
     def to_dict(self) -> dict[str, object]:
         out: dict[str, object] = {
@@ -83,6 +85,8 @@ class SearchResult:
             out["snippetStartLine"], out["snippetEndLine"] = self.snippet_lines
         if self.start_line == NO_LINES:  # an image or audio file (multimodal memory): no lines
             out["kind"] = media_kind(self.path)
+        if self.retained:
+            out["retained"] = True
         return out
 
 

@@ -30,6 +30,7 @@ from mcp_types import (
     Tool,
     ToolAnnotations,
 )
+from pydantic import Field
 
 import memoryd
 from memoryd.errors import MemorydError, ProtocolError, describe, first_error
@@ -43,6 +44,8 @@ BIND_METHOD = "memoryd/bind"
 AGENTS_METHOD = "memoryd/agents"
 SYNC_METHOD = "memoryd/sync"
 TRANSCRIPT_UPDATED_METHOD = "memoryd/transcriptUpdated"
+RELOAD_METHOD = "memoryd/reload"
+FORGET_METHOD = "memoryd/forget"
 
 MEMORYD_ERROR = -32010
 """JSON-RPC error code of a memoryd failure in memoryd's own requests (implementation-defined band)."""
@@ -103,6 +106,21 @@ class SyncParams(RequestParams):
     reason: str = "client"
 
 
+class ReloadParams(RequestParams):
+    """`memoryd/reload` params: why (shown in the logs)."""
+
+    reason: str = "client"
+
+
+class ForgetParams(RequestParams):
+    """`memoryd/forget` params: the transcripts to delete for good (by path, all, or by when they ended)."""
+
+    paths: list[str] = Field(default_factory=list)
+    all: bool = False
+    before: str | None = None
+    after: str | None = None
+
+
 class TranscriptUpdatedParams(NotificationParams):
     """`memoryd/transcriptUpdated` params: the transcript file that grew."""
 
@@ -160,6 +178,27 @@ def build_server(service: MemoryService, tools: Sequence[ToolSchema], binding: A
             log.exception("sync_failed", error=describe(exc))
             raise MCPError(INTERNAL_ERROR, "internal error") from exc
 
+    async def reload(ctx: ServerRequestContext[dict[str, Any]], params: ReloadParams) -> dict[str, Any]:
+        """Daemon-wide, so any connection may ask (bound or not); a broken file is a result, not an error."""
+        try:
+            return await service.reload(params.reason)
+        except MemorydError as exc:
+            raise MCPError(MEMORYD_ERROR, str(exc), {"error": type(exc).__name__}) from exc
+
+    async def forget(ctx: ServerRequestContext[dict[str, Any]], params: ForgetParams) -> dict[str, Any]:
+        try:
+            return await service.forget(
+                binding.resolve(service), paths=params.paths, all=params.all, before=params.before, after=params.after
+            )
+        except MemorydError as exc:
+            raise MCPError(MEMORYD_ERROR, str(exc), {"error": type(exc).__name__}) from exc
+        except Exception as exc:
+            inner = first_error(exc)
+            if isinstance(inner, MemorydError):
+                raise MCPError(MEMORYD_ERROR, describe(inner), {"error": type(inner).__name__}) from exc
+            log.exception("forget_failed", error=describe(exc))
+            raise MCPError(INTERNAL_ERROR, "internal error") from exc
+
     async def transcript_updated(ctx: ServerRequestContext[dict[str, Any]], params: TranscriptUpdatedParams) -> None:
         try:
             await service.transcript_updated(binding.resolve(service), params.path)
@@ -181,6 +220,8 @@ def build_server(service: MemoryService, tools: Sequence[ToolSchema], binding: A
 
     server.add_request_handler(AGENTS_METHOD, AgentsParams, agents)
     server.add_request_handler(SYNC_METHOD, SyncParams, sync)
+    server.add_request_handler(RELOAD_METHOD, ReloadParams, reload)
+    server.add_request_handler(FORGET_METHOD, ForgetParams, forget)
     server.add_notification_handler(TRANSCRIPT_UPDATED_METHOD, TranscriptUpdatedParams, transcript_updated)
     server.middleware.append(param_guard(method_schemas()))
     return server

@@ -57,3 +57,13 @@ class MemoryService(Protocol):
     async def transcript_updated(self, agent: str, path: str) -> None:
         """A client says a session transcript grew; count it towards the session-delta thresholds."""
         ...
+
+    async def reload(self, reason: str) -> dict[str, object]:
+        """Reload the daemon's configuration now (as SIGHUP); what changed, or why it kept the old one."""
+        ...
+
+    async def forget(
+        self, agent: str, *, paths: list[str], all: bool, before: str | None, after: str | None
+    ) -> dict[str, object]:
+        """Delete the agent's retained transcripts for good (named, all, or by when they ended)."""
+        ...

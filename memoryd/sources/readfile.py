@@ -34,6 +34,7 @@ class FileSlice:
     total_lines: int
     line_numbers: tuple[int, ...] | None = None  # a transcript's: the JSONL line of each text line
     format: str | None = None  # a transcript's format (claude-code, codex, openclaw, …)
+    retained: bool = False  # a transcript deleted from disk, read from the retention store
 
     def to_dict(self) -> dict[str, object]:
         out: dict[str, object] = {
@@ -46,6 +47,8 @@ class FileSlice:
         if self.line_numbers is not None:
             out["lineNumbers"] = list(self.line_numbers)
             out["format"] = self.format
+        if self.retained:
+            out["retained"] = True
         return out
 
 

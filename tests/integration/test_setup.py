@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import sys
 import tomllib
@@ -120,19 +119,18 @@ async def test_the_written_entry_starts_a_server_that_reaches_the_users_daemon(
     assert again.returncode == 0 and "unchanged" in again.stdout
     assert len(list(path.parent.glob(f"{path.name}.backup-*"))) == 1
     memoryd_config = (user / ".config" / "memoryd" / "config.toml").read_text()
-    if host != "claude-code":
+    if host not in PRESETS:
         assert memoryd_config == CONFIG.format(ws=user / "notes")
         return
+    preset = PRESETS[host]
     assert "# my notes" in memoryd_config  # the user's own lines stay
-    assert tomllib.loads(memoryd_config)["agents"]["main"]["sessions"] == ["claude-code"]
+    assert tomllib.loads(memoryd_config)["agents"]["main"]["sessions"] == [preset]
     agent = config_mod.load(daemon.config, state_dir=daemon.state).agent("main")
-    assert [r.preset for r in agent.session_roots] == ["", "claude-code"]
-    # Claude Code's transcripts are now the agent's sessions: the daemon reloads (SIGHUP) and finds one.
-    session = user / ".claude" / "projects" / "-home-u-app" / "5f3c0000-0000-4000-8000-000000000001.jsonl"
-    record = {"type": "user", "message": {"role": "user", "content": "Ship the kingfisher build on Monday."}}
-    write(session, json.dumps(record) + "\n")
-    daemon.proc.send_signal(signal.SIGHUP)  # type: ignore[union-attr]
+    assert [r.preset for r in agent.session_roots] == ["", preset]
+    # The running daemon was asked to reload: no SIGHUP by hand, and setup says so.
+    assert f"the running daemon now serves {preset} transcripts" in written.stdout, written.stdout
     daemon.wait_for_line("configuration applied")
+    _session, expected = _plant_session(user, host)
     with anyio.fail_after(60):
         async with Client(stdio_client(server)) as client:
             while True:
@@ -141,4 +139,32 @@ async def test_the_written_entry_starts_a_server_that_reaches_the_users_daemon(
                 if paths:
                     break
                 await anyio.sleep(0.1)  # a bounded retry of a query, not synchronisation
-    assert paths == [f"claude-code/-home-u-app/{session.name}"]
+    assert paths == [expected]
+
+
+PRESETS: dict[str, str] = {"claude-code": "claude-code", "codex": "codex"}
+
+
+def _plant_session(user: Path, host: Host) -> tuple[Path, str]:
+    """A transcript of `host` in its default folder under HOME, and the path results name it by."""
+    if host == "codex":
+        name = "rollout-2026-02-11T16-40-03-0199f2a4-6b1e-7c30-9d2f-4a8e1b3c5d71.jsonl"
+        session = user / ".codex" / "sessions" / "2026" / "02" / "11" / name
+        records: list[dict[str, Any]] = [
+            {"timestamp": "2026-02-11T16:40:03.112Z", "type": "session_meta", "payload": {"id": "x", "cwd": "/a"}},
+            {
+                "timestamp": "2026-02-11T16:40:04.000Z",
+                "type": "response_item",
+                "payload": {
+                    "type": "message",
+                    "role": "user",
+                    "content": [{"type": "input_text", "text": "Ship the kingfisher build on Monday."}],
+                },
+            },
+        ]
+        write(session, "".join(json.dumps(r) + "\n" for r in records))
+        return session, f"codex/2026/02/11/{name}"
+    session = user / ".claude" / "projects" / "-home-u-app" / "5f3c0000-0000-4000-8000-000000000001.jsonl"
+    record = {"type": "user", "message": {"role": "user", "content": "Ship the kingfisher build on Monday."}}
+    write(session, json.dumps(record) + "\n")
+    return session, f"claude-code/-home-u-app/{session.name}"

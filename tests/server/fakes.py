@@ -172,6 +172,17 @@ class FakeMemoryService:
         self.transcripts.append((agent, path))
         self.transcript_seen.set()
 
+    async def reload(self, reason: str) -> dict[str, object]:
+        self.calls.append(Call("reload", "", {"reason": reason}))
+        return {"ok": True, "reason": reason, "agents": self.agent_ids()}
+
+    async def forget(
+        self, agent: str, *, paths: list[str], all: bool, before: str | None, after: str | None
+    ) -> dict[str, object]:
+        self._files(agent)
+        self.calls.append(Call("forget", agent, {"paths": paths, "all": all, "before": before, "after": after}))
+        return {"forgotten": paths, "chunks": 0, "stillOnDisk": [], "unknown": [], "durationMs": 0}
+
     def _files(self, agent: str) -> dict[str, str]:
         if agent not in self.notes:
             raise NotFoundError(f"unknown agent {agent!r}")

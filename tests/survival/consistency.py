@@ -23,7 +23,12 @@ from memoryd.sources.discovery import SourceFile, SourceKind
 Key = tuple[str, str]  # (source, path)
 ChunkKey = tuple[int, int, str]  # (start_line, end_line, chunk hash)
 
-LIVE_NAMES = frozenset({"index.sqlite", "index.sqlite-wal", "index.sqlite-shm", "index.sqlite.lock"})
+LIVE_NAMES = frozenset(
+    {
+        *("index.sqlite", "index.sqlite-wal", "index.sqlite-shm", "index.sqlite.lock"),
+        *("index.retained.sqlite", "index.retained.sqlite-wal", "index.retained.sqlite-shm"),  # transcripts kept
+    }
+)
 
 
 @dataclass(frozen=True, slots=True)
