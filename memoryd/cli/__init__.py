@@ -53,6 +53,7 @@ COMMANDS: dict[str, Command] = {
     "search": Command("search:run", logs_first=False),
     "get": Command("get:run", logs_first=False),
     "remember": Command("remember:run", logs_first=False),
+    "hook": Command("hook:run_safely", logs_first=False),  # loads its own config: it never fails its host
     "setup": Command("setup:run"),
     "status": Command("status:run", logs_first=False),
     "config": Command("config_show:run"),
@@ -68,6 +69,10 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
     args = parse(words)
     stdout = out if out is not None else sys.stdout
     command = COMMANDS[args.command]
+    if args.command == "hook":  # exits 0 whatever happens (memoryd.cli.hook): never a blocked prompt
+        from memoryd.cli.hook import run_safely
+
+        return run_safely(args, stdout)
     try:
         if command.logs_first:
             from memoryd import logging as logs

@@ -100,6 +100,10 @@ def build_parser(*, with_eval: bool = True) -> argparse.ArgumentParser:
     p.add_argument("host", choices=["claude-code", "claude-desktop", "codex", "cursor"], help="the MCP host")
     p.add_argument("--write", action="store_true", help="merge it into the host's config file (a backup is kept)")
 
+    p = sub.add_parser("hook", parents=[common], help="run as a Claude Code or Codex hook (host JSON on stdin)")
+    p.add_argument("host", help="claude-code or codex")  # no choices: a usage error would exit 2, which blocks
+    p.add_argument("event", help="the host's hook event: SessionStart, UserPromptSubmit, PreCompact, SessionEnd, Stop")
+
     p = sub.add_parser("remember", parents=[common], help="save a memory (append to today's note or MEMORY.md)")
     p.add_argument("text", help="what to remember, as markdown; '-' reads it from stdin")
     p.add_argument("--long-term", action="store_true", help="append to MEMORY.md instead of today's daily note")

@@ -8,6 +8,7 @@
 Every error names the dotted key and the bad value. Callers import from `memoryd.config`.
 """
 
+from memoryd.config.hooks import HooksSettings
 from memoryd.config.load import (
     AGENT_ID_RE,
     AGENT_ONLY_KEYS,
@@ -70,6 +71,7 @@ __all__ = [
     "FtsSettings",
     "FtsTokenizer",
     "Fusion",
+    "HooksSettings",
     "HybridSettings",
     "LocalSettings",
     "MemorySearchSettings",

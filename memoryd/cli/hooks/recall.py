@@ -1,0 +1,161 @@
+"""Recall before a prompt: the query, which hits may be shown, and the cited block the host injects.
+
+The daemon searches with the agent's served settings and its evidence rule (an empty answer is an
+abstention: nothing is injected). The hook then drops what this session must not see again: hits of
+its own transcript (already in the model's context), snippets it was shown earlier in the session,
+and, with `hooks.scope = "project"`, transcripts of other projects (notes and MEMORY.md are shared
+memory and always pass). The rest is cut to `hooks.max_chars`, each snippet named by its citation.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from memoryd.cli.hooks.state import snippet_key
+from memoryd.cli.hooks.transcript import codex_session_cwd, project_key, same_project
+
+HEADER = (
+    "<memoryd-recall>\nFrom long-term memory (memoryd), possibly relevant to this prompt; each line names "
+    "its source (memory_get reads more):\n"
+)
+FOOTER = "</memoryd-recall>"
+MIN_SNIPPET_CHARS = 60
+"""A snippet cut shorter than this says nothing: the block ends instead."""
+MAX_QUERY_CHARS = 1000
+PREVIOUS_TURN_CHARS = 300
+_FOOTER_LINE = re.compile(r"\n\s*Source: \S+\s*$")
+
+
+@dataclass(frozen=True, slots=True)
+class Hit:
+    """One search result as the hook uses it."""
+
+    path: str
+    label: str
+    """Where it comes from: the citation (`memory/2026-11-03.md#L12`), else `path#Lstart-Lend`."""
+    text: str
+    source: str
+
+    @property
+    def key(self) -> str:
+        return snippet_key(self.text)
+
+
+def query_for(prompt: str, previous: str, follow_up_words: int) -> str:
+    """What to search for `prompt`: itself, led by the previous user turn when it is a short follow-up."""
+    text = prompt.strip()
+    if previous and len(text.split()) < follow_up_words:
+        text = f"{previous.strip()[:PREVIOUS_TURN_CHARS]}\n{text}"
+    return text[:MAX_QUERY_CHARS]
+
+
+def _lines(result: dict[str, object]) -> tuple[object, object]:
+    """The lines the snippet shows: the best-matching window's when the reply says, else the chunk's."""
+    start, end = result.get("snippetStartLine"), result.get("snippetEndLine")
+    if isinstance(start, int) and isinstance(end, int):
+        return start, end
+    return result.get("startLine"), result.get("endLine")
+
+
+def label_of(result: dict[str, object]) -> str:
+    citation, path = result.get("citation"), str(result.get("path", ""))
+    if isinstance(citation, str) and citation:
+        return citation
+    start, end = _lines(result)
+    if not isinstance(start, int) or result.get("kind"):
+        return path
+    return f"{path}#L{start}" if not isinstance(end, int) or end <= start else f"{path}#L{start}-L{end}"
+
+
+def hits_of(reply: dict[str, object]) -> list[Hit]:
+    """The results of a memory_search reply, snippets without their `Source:` footer."""
+    results = reply.get("results")
+    hits = []
+    for r in results if isinstance(results, list) else []:
+        if not isinstance(r, dict) or not isinstance(r.get("path"), str):
+            continue
+        label = label_of(r)
+        text = str(r.get("snippet") or "").strip()
+        text = text.removesuffix(f"Source: {label}").rstrip() if text.endswith(f"Source: {label}") else text
+        text = _FOOTER_LINE.sub("", text).strip()
+        if text:
+            hits.append(Hit(r["path"], label, text, str(r.get("source") or "")))
+    return hits
+
+
+def own_transcript(hit: Hit, session_id: str, transcript_path: str) -> bool:
+    """The hit is in this session's own transcript: its file is named by the session id (Claude Code:
+    `<id>.jsonl`, Codex: `rollout-…-<id>.jsonl`), or the transcript path ends with the hit's path."""
+    name = hit.path.rsplit("/", 1)[-1]
+    if session_id and name.endswith(".jsonl") and session_id in name:
+        return True
+    below = hit.path.split("/", 1)[-1]
+    return bool(transcript_path) and transcript_path.replace("\\", "/").endswith("/" + below)
+
+
+def hit_project(hit: Hit, codex_root: Path | None, cwd_of: Callable[[Path], str] = codex_session_cwd) -> str | None:
+    """The project of a transcript hit (None: a note, shared memory; "": a transcript of no known project)."""
+    if hit.source != "sessions":
+        return None
+    prefix, _, rest = hit.path.partition("/")
+    if prefix == "claude-code" and "/" in rest:
+        return rest.split("/", 1)[0]
+    if prefix == "codex" and codex_root is not None:
+        return project_key(cwd_of(codex_root / rest))
+    return ""
+
+
+def choose(
+    hits: Sequence[Hit],
+    *,
+    seen: frozenset[str],
+    session_id: str,
+    transcript_path: str,
+    project: str,
+    scope: str,
+    codex_root: Path | None,
+    limit: int,
+) -> list[Hit]:
+    """The hits to show, this project's and shared memory first, then transcripts of no known project,
+    then (scope "all" only) other projects' transcripts; never one seen before or twice."""
+    groups: tuple[list[Hit], list[Hit], list[Hit]] = ([], [], [])
+    keys = set(seen)
+    for hit in hits:
+        if hit.key in keys or own_transcript(hit, session_id, transcript_path):
+            continue
+        where = hit_project(hit, codex_root)
+        if where is None or (where and same_project(project, where)):
+            groups[0].append(hit)
+        elif not where:
+            groups[1].append(hit)
+        elif scope == "all":
+            groups[2].append(hit)
+        else:
+            continue
+        keys.add(hit.key)
+    return [*groups[0], *groups[1], *groups[2]][:limit]
+
+
+def render(hits: Sequence[Hit], max_chars: int) -> tuple[str, list[Hit]]:
+    """The block within `max_chars` (frame included) and the hits it holds; ("", []) when none fits."""
+    room = max_chars - len(HEADER) - len(FOOTER)
+    lines: list[str] = []
+    shown: list[Hit] = []
+    for hit in hits:
+        lead = f"- {hit.label}: "
+        text = " ".join(hit.text.split())
+        space = room - len(lead) - 1  # the newline
+        if space < min(len(text), MIN_SNIPPET_CHARS):
+            break
+        if len(text) > space:
+            text = text[: space - 1].rstrip() + "…"
+        line = lead + text
+        lines.append(line)
+        shown.append(hit)
+        room -= len(line) + 1
+    if not lines:
+        return "", []
+    return HEADER + "\n".join(lines) + "\n" + FOOTER, shown
