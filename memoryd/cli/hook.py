@@ -26,7 +26,7 @@ from memoryd.cli.hooks import brief, recall, state
 from memoryd.cli.hooks.payload import CAPTURE_EVENTS, HOSTS, HookInput, Host, answer, event_name, parse
 from memoryd.cli.hooks.transcript import current_project, previous_user_turn
 from memoryd.cli.rpc import DaemonClient
-from memoryd.config import Config
+from memoryd.config import AgentConfig, Config
 from memoryd.config.sessions import preset_root
 from memoryd.errors import DaemonError, ProtocolError
 from memoryd.runtime.locate import find_daemon
@@ -149,12 +149,21 @@ def _session_start(cfg: Config, socket: Path, agent: str | None, hook: HookInput
             text = data.get("text") if data else None
             return text if isinstance(text, str) else None
 
-        text = brief.brief(get, settings.session_start_chars)
+        configured = _configured(cfg, agent)
+        names = brief.daily_notes(configured.workspace if configured else None)
+        text = brief.brief(get, settings.session_start_chars, names)
     return "\n".join(p for p in (text, brief.FLUSH if flush else "") if p)
 
 
+def _configured(cfg: Config, agent: str | None) -> AgentConfig | None:
+    """The agent as this machine's configuration describes it (the daemon's may differ; None: unknown)."""
+    if agent:
+        return cfg.agents.get(agent)
+    return next(iter(cfg.agents.values())) if len(cfg.agents) == 1 else None
+
+
 def _host_has_memory(cfg: Config, agent: str | None, hook: HookInput) -> bool:
-    configured = cfg.agents.get(agent) if agent else (next(iter(cfg.agents.values())) if len(cfg.agents) == 1 else None)
+    configured = _configured(cfg, agent)
     if configured is None:
         return False
     memory = configured.workspace / "MEMORY.md"

@@ -78,17 +78,29 @@ def headings(text: str) -> list[str]:
     return [line.strip() for line in text.splitlines() if line.lstrip().startswith("#")]
 
 
-def brief(get: Get, max_chars: int, today: dt.date | None = None) -> str:
+_DAILY = re.compile(r"^\d{4}-\d{2}-\d{2}\.md$")
+
+
+def daily_notes(workspace: Path | None, today: dt.date | None = None) -> list[str]:
+    """The daily notes to look at, newest first: those in the workspace's `memory/` when this machine's
+    configuration knows the workspace, else the last DAYS_BACK days' names (the daemon says which exist)."""
+    if workspace is not None:
+        with contextlib.suppress(OSError):
+            names = sorted((n for n in os.listdir(workspace / "memory") if _DAILY.match(n)), reverse=True)
+            return [f"memory/{n}" for n in names[: DAILY_NOTES * 3]]
+    day = today or dt.date.today()
+    return [f"memory/{day - dt.timedelta(days=back)}.md" for back in range(DAYS_BACK)]
+
+
+def brief(get: Get, max_chars: int, names: list[str]) -> str:
     """The brief within `max_chars` (frame included); empty when memory holds neither file."""
     room = max_chars - len(HEADER) - len(FOOTER) - 1
     if room <= 0:
         return ""
     notes: list[str] = []
-    day = today or dt.date.today()
-    for back in range(DAYS_BACK):
+    for name in names:
         if len(notes) == DAILY_NOTES:
             break
-        name = f"memory/{day - dt.timedelta(days=back)}.md"
         text = get(name, 400)
         if text is not None and (marks := headings(text)):
             notes.append(f"{name}: {'; '.join(marks)}")
