@@ -99,6 +99,13 @@ def build_parser(*, with_eval: bool = True) -> argparse.ArgumentParser:
     p = sub.add_parser("setup", parents=[common], help="the MCP entry for an MCP host (print it, or --write it)")
     p.add_argument("host", choices=["claude-code", "claude-desktop", "codex", "cursor"], help="the MCP host")
     p.add_argument("--write", action="store_true", help="merge it into the host's config file (a backup is kept)")
+    p.add_argument(
+        "--hooks",
+        choices=["none", "recall", "all"],
+        default="all",
+        help="Claude Code and Codex: also install memoryd's hooks (recall: before each prompt; all: also the "
+        "session-start brief and capture; none: remove them) (default: all)",
+    )
 
     p = sub.add_parser("hook", parents=[common], help="run as a Claude Code or Codex hook (host JSON on stdin)")
     p.add_argument("host", help="claude-code or codex")  # no choices: a usage error would exit 2, which blocks

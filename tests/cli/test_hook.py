@@ -20,6 +20,7 @@ from typing import Any
 import orjson
 import pytest
 
+from tests.cli.test_imports import heavy, imported
 from tests.conftest import write
 from tests.integration.daemon_fixture import Daemon
 
@@ -253,3 +254,22 @@ def test_no_daemon_is_silent(tmp_path: Path) -> None:
     silent(done)
     assert "no memoryd daemon is running" in (state / "hooks.log").read_text()
     assert not (tmp_path / "rt" / "memoryd").exists()  # and it started none
+
+
+def test_the_hook_imports_nothing_heavy(daemon: Daemon) -> None:
+    """It runs before every prompt: no daemon, index, embedding, MCP SDK, numpy or SQLite import."""
+    stdin = prompt(daemon, "which replication for the orchard migration?")
+    where = ("--config", str(daemon.config), "--state-dir", str(daemon.state))
+    done = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "memoryd", "hook", "claude-code", "UserPromptSubmit", *where],
+        input=stdin.decode(),
+        capture_output=True,
+        text=True,
+        env=daemon.env,
+        timeout=60,
+        check=False,
+    )
+    assert "Postgres logical replication" in orjson.loads(done.stdout)["hookSpecificOutput"]["additionalContext"]
+    modules = imported(done.stderr)
+    assert "memoryd.cli.hook" in modules
+    assert heavy(modules) == []
