@@ -16,35 +16,67 @@ import contextlib
 import os
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, BinaryIO, TextIO
 
-from memoryd import paths
-from memoryd.cli.agents import only_served
+from memoryd import hooksettings, paths
 from memoryd.cli.exits import EXIT_OK
 from memoryd.cli.hooks import brief, recall, state
 from memoryd.cli.hooks.payload import CAPTURE_EVENTS, HOSTS, HookInput, Host, answer, event_name, parse
 from memoryd.cli.hooks.transcript import current_project, previous_user_turn
 from memoryd.cli.rpc import DaemonClient
-from memoryd.config import AgentConfig, Config
-from memoryd.config.sessions import preset_root
-from memoryd.errors import DaemonError, ProtocolError
+from memoryd.errors import DaemonError, NotFoundError, ProtocolError
+from memoryd.hooksettings import HooksSettings
 from memoryd.runtime.locate import find_daemon
 from memoryd.runtime.private import PRIVATE_FILE_MODE
+
+if TYPE_CHECKING:
+    from memoryd.config import AgentConfig
 
 LOG_NAME = "hooks.log"
 LOG_MAX_BYTES = 1024 * 1024
 
 
-def run_safely(args: argparse.Namespace, out: TextIO, stdin: Any = None) -> int:
-    """Run the hook; any failure is logged and answered with exit 0 and an empty stdout."""
-    state_dir = Path(args.state_dir).expanduser() if args.state_dir else None
-    try:
+@dataclass(frozen=True, slots=True)
+class Setup:
+    """What one hook call needs of the configuration: its `[hooks]` table, the state directory and any
+    socket the user chose. The whole settings tree is built only where needed (the session-start
+    brief looks up the agent's workspace): a recall never pays for it."""
+
+    args: argparse.Namespace
+    hooks: HooksSettings
+    state_dir: Path
+    socket: Path | None
+
+    @classmethod
+    def load(cls, args: argparse.Namespace) -> Setup:
+        hooks, socket_path = hooksettings.read_file(Path(args.config).expanduser() if args.config else None)
+        state_dir = (Path(args.state_dir) if args.state_dir else paths.state_dir()).expanduser().absolute()
+        if args.socket:
+            chosen: Path | None = Path(args.socket).expanduser()
+        else:  # as Config.explicit_socket: the environment wins over daemon.socket_path
+            chosen = paths.explicit_socket() or (Path(socket_path).expanduser() if socket_path else None)
+        return cls(args, hooks, state_dir, chosen)
+
+    def agent_config(self, agent: str | None) -> AgentConfig | None:
+        """The agent as this machine's configuration describes it (the daemon's may differ; None: unknown)."""
         from memoryd import config as config_mod
 
-        cfg = config_mod.load(args.config, state_dir=args.state_dir, agent_id=args.agent)
-        state_dir = cfg.state_dir
-        text = run(args, cfg, (stdin or sys.stdin.buffer).read(), time.monotonic())
+        cfg = config_mod.load(self.args.config, state_dir=self.args.state_dir)
+        if agent:
+            return cfg.agents.get(agent)
+        return next(iter(cfg.agents.values())) if len(cfg.agents) == 1 else None
+
+
+def run_safely(args: argparse.Namespace, out: TextIO, stdin: BinaryIO | None = None) -> int:
+    """Run the hook; any failure is logged and answered with exit 0 and an empty stdout."""
+    started = time.monotonic()
+    state_dir: Path | None = None
+    try:
+        setup = Setup.load(args)
+        state_dir = setup.state_dir
+        text = run(setup, (stdin or sys.stdin.buffer).read(), started)
     except BaseException as exc:
         log_error(state_dir or paths.state_dir(), f"{args.host} {args.event}", exc)
         return EXIT_OK
@@ -55,32 +87,39 @@ def run_safely(args: argparse.Namespace, out: TextIO, stdin: Any = None) -> int:
     return EXIT_OK
 
 
-def run(args: argparse.Namespace, cfg: Config, raw: bytes, started: float) -> str:
+def run(setup: Setup, raw: bytes, started: float) -> str:
     """The hook's stdout for this call (empty: nothing to add)."""
+    args = setup.args
     if args.host not in HOSTS:
         raise ProtocolError(f"unknown hook host {args.host!r} (known: {', '.join(HOSTS)})")
     host: Host = args.host
     hook = parse(host, event_name(host, args.event), raw)
-    chosen = Path(args.socket).expanduser() if args.socket else cfg.explicit_socket
-    socket = find_daemon(cfg.state_dir, chosen, wait_s=0)
+    socket = find_daemon(setup.state_dir, setup.socket, wait_s=0)
     if socket is None:
         raise DaemonError("no memoryd daemon is running (hooks never start one: run the service)")
     if hook.event in CAPTURE_EVENTS:
-        outcome = _capture(cfg, socket, args.agent, hook)
-        state.record_run(cfg.state_dir, host, hook.event, injected=0, chars=0, outcome=outcome)
+        outcome = _capture(setup, socket, args.agent, hook)
+        state.record_run(setup.state_dir, host, hook.event, injected=0, chars=0, outcome=outcome)
         return ""
-    deadline = started + cfg.hooks.timeout_ms / 1000
+    deadline = started + setup.hooks.timeout_ms / 1000
     if hook.event == "UserPromptSubmit":
-        block, shown = _recall(cfg, socket, args.agent, hook, deadline)
+        block, shown = _recall(setup, socket, args.agent, hook, deadline)
     else:
-        block, shown = _session_start(cfg, socket, args.agent, hook, deadline), []
+        block, shown = _session_start(setup, socket, args.agent, hook, deadline), []
     outcome = "injected" if block else "nothing"
-    state.record_run(cfg.state_dir, host, hook.event, injected=len(shown), chars=len(block), outcome=outcome)
+    state.record_run(setup.state_dir, host, hook.event, injected=len(shown), chars=len(block), outcome=outcome)
     if not block:
         return ""
     if shown:
-        state.SessionState(cfg.state_dir, host, hook.session_id).remember(h.key for h in shown)
+        state.SessionState(setup.state_dir, host, hook.session_id).remember(h.key for h in shown)
     return answer(hook.event, block)
+
+
+def only_served(ids: list[str]) -> str:
+    """The daemon's only agent (`memoryd.cli.agents.only_served`'s rule, without its configuration import)."""
+    if len(ids) == 1:
+        return ids[0]
+    raise NotFoundError(f"the daemon serves {', '.join(ids) or 'no agent'}: name one with --agent in the hook command")
 
 
 def _client(socket: Path, agent: str | None, deadline: float) -> DaemonClient:
@@ -98,12 +137,12 @@ def _tool(client: DaemonClient, name: str, arguments: dict[str, Any]) -> dict[st
 
 
 def _recall(
-    cfg: Config, socket: Path, agent: str | None, hook: HookInput, deadline: float
+    setup: Setup, socket: Path, agent: str | None, hook: HookInput, deadline: float
 ) -> tuple[str, list[recall.Hit]]:
     prompt = hook.prompt.strip()
     if not prompt or prompt.startswith("/"):  # nothing typed, or a slash command: nothing to recall
         return "", []
-    settings = cfg.hooks
+    settings = setup.hooks
     previous = ""
     if len(prompt.split()) < settings.follow_up_words:
         previous = previous_user_turn(hook.transcript_path, prompt)
@@ -115,31 +154,34 @@ def _recall(
     }
     with _client(socket, agent, deadline) as client:
         reply = _tool(client, "memory_search", {k: v for k, v in arguments.items() if v is not None})
-        bound = client.agent
     if reply is None:
         raise DaemonError("memory_search failed on the daemon")
-    codex_root = None
-    if bound is not None:
-        with contextlib.suppress(Exception):
-            codex_root = preset_root("codex", bound).path
     chosen = recall.choose(
         recall.hits_of(reply),
-        seen=state.SessionState(cfg.state_dir, hook.host, hook.session_id).seen(),
+        seen=state.SessionState(setup.state_dir, hook.host, hook.session_id).seen(),
         session_id=hook.session_id,
         transcript_path=hook.transcript_path,
         project=current_project(hook.host, hook.cwd, hook.transcript_path),
         scope=settings.scope,
-        codex_root=codex_root,
+        codex_root=codex_sessions(),
         limit=settings.max_results,
     )
     return recall.render(chosen, settings.max_chars)
 
 
-def _session_start(cfg: Config, socket: Path, agent: str | None, hook: HookInput, deadline: float) -> str:
-    settings = cfg.hooks
+def codex_sessions() -> Path:
+    """Codex's transcript folder, as the `codex` sessions preset finds it (`memoryd.config.sessions`,
+    not imported here to keep the hook light): `$CODEX_HOME/sessions`, else `~/.codex/sessions`."""
+    base = os.environ.get("CODEX_HOME", "").strip()
+    return (Path(base).expanduser() if base else Path(os.environ.get("HOME") or Path.home()) / ".codex") / "sessions"
+
+
+def _session_start(setup: Setup, socket: Path, agent: str | None, hook: HookInput, deadline: float) -> str:
+    settings = setup.hooks
     flush = settings.flush and hook.host == "claude-code" and hook.source == "compact"
     mode = settings.session_start
-    want = mode == "on" or (mode == "auto" and not _host_has_memory(cfg, agent, hook))
+    configured = setup.agent_config(agent) if mode != "off" and settings.session_start_chars else None
+    want = mode == "on" or (mode == "auto" and not _host_has_memory(configured, hook))
     if not want or settings.session_start_chars == 0:
         return brief.FLUSH if flush else ""
     with _client(socket, agent, deadline) as client:
@@ -149,31 +191,21 @@ def _session_start(cfg: Config, socket: Path, agent: str | None, hook: HookInput
             text = data.get("text") if data else None
             return text if isinstance(text, str) else None
 
-        configured = _configured(cfg, agent)
         names = brief.daily_notes(configured.workspace if configured else None)
         text = brief.brief(get, settings.session_start_chars, names)
     return "\n".join(p for p in (text, brief.FLUSH if flush else "") if p)
 
 
-def _configured(cfg: Config, agent: str | None) -> AgentConfig | None:
-    """The agent as this machine's configuration describes it (the daemon's may differ; None: unknown)."""
-    if agent:
-        return cfg.agents.get(agent)
-    return next(iter(cfg.agents.values())) if len(cfg.agents) == 1 else None
-
-
-def _host_has_memory(cfg: Config, agent: str | None, hook: HookInput) -> bool:
-    configured = _configured(cfg, agent)
+def _host_has_memory(configured: AgentConfig | None, hook: HookInput) -> bool:
     if configured is None:
         return False
-    memory = configured.workspace / "MEMORY.md"
-    return brief.host_loads(hook.host, hook.cwd, hook.transcript_path, memory)
+    return brief.host_loads(hook.host, hook.cwd, hook.transcript_path, configured.workspace / "MEMORY.md")
 
 
-def _capture(cfg: Config, socket: Path, agent: str | None, hook: HookInput) -> str:
+def _capture(setup: Setup, socket: Path, agent: str | None, hook: HookInput) -> str:
     """Tell the daemon the transcript changed and ask for a sync now, waiting for its report up to
     `hooks.capture_timeout_ms`; past that the hook leaves and the sync runs to its end in the daemon."""
-    wait = cfg.hooks.capture_timeout_ms / 1000
+    wait = setup.hooks.capture_timeout_ms / 1000
     with DaemonClient.open(socket, agent, pick=only_served, timeout=wait) as client:
         if hook.transcript_path:
             client.notify("memoryd/transcriptUpdated", {"path": hook.transcript_path})

@@ -59,8 +59,23 @@ def command_of(argv: Sequence[str]) -> str | None:
 def parse(argv: Sequence[str]) -> argparse.Namespace:
     """The command line; a global flag may come before the subcommand (`memoryd --config X status`) or after
     it, and given both places, the subcommand's wins. Every global flag not given is None."""
-    parser = build_parser(with_eval=command_of(argv) == "eval")
+    command = command_of(argv)
+    parser = _hook_parser() if command == "hook" else build_parser(with_eval=command == "eval")
     return parser.parse_args(argv, namespace=argparse.Namespace(**dict.fromkeys(GLOBAL_FLAGS.values())))
+
+
+def _add_hook(sub: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser) -> None:
+    p = sub.add_parser("hook", parents=[common], help="run as a Claude Code or Codex hook (host JSON on stdin)")
+    p.add_argument("host", help="claude-code or codex")  # no choices: a usage error would exit 2, which blocks
+    p.add_argument("event", help="the host's hook event: SessionStart, UserPromptSubmit, PreCompact, SessionEnd, Stop")
+
+
+def _hook_parser() -> argparse.ArgumentParser:
+    """The parser of `memoryd hook` alone: it runs before every prompt, so it skips building the others."""
+    common = _common()
+    parser = argparse.ArgumentParser(prog="memoryd", parents=[common])
+    _add_hook(parser.add_subparsers(dest="command", required=True, metavar="COMMAND"), common)
+    return parser
 
 
 def build_parser(*, with_eval: bool = True) -> argparse.ArgumentParser:
@@ -107,9 +122,7 @@ def build_parser(*, with_eval: bool = True) -> argparse.ArgumentParser:
         "session-start brief and capture; none: remove them) (default: all)",
     )
 
-    p = sub.add_parser("hook", parents=[common], help="run as a Claude Code or Codex hook (host JSON on stdin)")
-    p.add_argument("host", help="claude-code or codex")  # no choices: a usage error would exit 2, which blocks
-    p.add_argument("event", help="the host's hook event: SessionStart, UserPromptSubmit, PreCompact, SessionEnd, Stop")
+    _add_hook(sub, common)
 
     p = sub.add_parser("remember", parents=[common], help="save a memory (append to today's note or MEMORY.md)")
     p.add_argument("text", help="what to remember, as markdown; '-' reads it from stdin")

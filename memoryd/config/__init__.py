@@ -8,7 +8,6 @@
 Every error names the dotted key and the bad value. Callers import from `memoryd.config`.
 """
 
-from memoryd.config.hooks import HooksSettings
 from memoryd.config.load import (
     AGENT_ID_RE,
     AGENT_ONLY_KEYS,
@@ -53,6 +52,7 @@ from memoryd.config.settings import (
     VectorSettings,
 )
 from memoryd.config.typed import merge, to_dict
+from memoryd.hooksettings import HooksSettings
 
 __all__ = [
     "AGENT_ID_RE",

@@ -3,7 +3,7 @@
 File layout (`$XDG_CONFIG_HOME/memoryd/config.toml`, or `--config` / `MEMORYD_CONFIG`):
 
     [daemon]                 # daemon-wide: socket, logging
-    [hooks]                  # what `memoryd hook` injects (memoryd.config.hooks)
+    [hooks]                  # what `memoryd hook` injects (memoryd.hooksettings)
     [defaults]               # the memorySearch tree (snake_case) applied to every agent
     [agents.<id>]            # workspace, sessions_dir, sessions (transcript presets), and any key
                              # of the tree, merged key by key
@@ -22,12 +22,13 @@ from typing import Any, Literal, TypeVar
 
 from memoryd import paths
 from memoryd.config import ranges
-from memoryd.config.hooks import HooksSettings
 from memoryd.config.normalise import check_multimodal, normalise
 from memoryd.config.sessions import SESSIONS_PREFIX, SessionRoot, parse_presets, session_roots
 from memoryd.config.settings import MemorySearchSettings
 from memoryd.config.typed import merge
 from memoryd.errors import ConfigError, NotFoundError
+from memoryd.hooksettings import HooksSettings
+from memoryd.hooksettings import read as read_hooks
 from memoryd.qmd.settings import normalise_qmd
 
 T = TypeVar("T")
@@ -247,8 +248,7 @@ def build(
         raise ConfigError(sorted(unknown)[0], "unknown top-level table (known: daemon, defaults, agents, hooks)")
     daemon = merge(DaemonSettings(), _table(data, "daemon"), "daemon")
     ranges.check_table(daemon, _table(data, "daemon"), "daemon", ranges.DAEMON)
-    hooks = merge(HooksSettings(), _table(data, "hooks"), "hooks")
-    ranges.check_table(hooks, _table(data, "hooks"), "hooks", ranges.HOOKS)
+    hooks = read_hooks(_table(data, "hooks"))
     defaults = merge(MemorySearchSettings(), _table(data, "defaults"), "defaults")
     ranges.check_table(defaults, _table(data, "defaults"), "defaults", ranges.SETTINGS)
     defaults = dataclasses.replace(defaults, qmd=normalise_qmd(defaults.qmd, "defaults.qmd"))

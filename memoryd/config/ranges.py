@@ -113,15 +113,6 @@ DAEMON: dict[str, Range] = {
     "max_queued_bytes": at_least(64 * 1024),  # below this one ordinary reply would drop its client
 }
 
-HOOKS: dict[str, Range] = {
-    "max_chars": between(200, 20000),  # room for the frame and one cited line
-    "max_results": between(1, 20),
-    "timeout_ms": between(50, 60000),  # Claude Code's own default hook timeout is 60 s
-    "capture_timeout_ms": between(100, 600000),  # past it the hook leaves; the sync goes on in the daemon
-    "follow_up_words": between(0, 100),  # 0 = never add the previous turn
-    "session_start_chars": between(0, 20000),
-}
-
 
 def check_table(settings: object, table: Mapping[str, object], prefix: str, ranges: Mapping[str, Range]) -> None:
     """Check every number `table` (a parsed TOML table, already type-checked into `settings`) sets."""
