@@ -89,21 +89,22 @@ def main(out: Path, quick: bool) -> None:
             return wall, text
 
         one("warm", writer.query())  # the page cache, not counted
-        walls, sizes = [], []
-        for i in range(runs):
+        walls, sizes, baseline = [], [], []
+        for i in range(runs):  # paired with python -c pass (A B A B ...): a drift in the machine moves both
             wall, text = one(f"solo-{i}", writer.query())
             walls.append(wall * 1000)
             sizes.append(len(text))
-        baseline = []
-        for _ in range(max(5, runs // 4)):
             t0 = time.perf_counter()
             subprocess.run([sys.executable, "-c", "pass"], check=True)
             baseline.append((time.perf_counter() - t0) * 1000)
         injected = sum(1 for s in sizes if s)
+        ratios = [w / b for w, b in zip(walls, baseline, strict=True)]
         rows: list[list[object]] = [
             ["p50 ms", median(walls)],
             ["p95 ms (target <= 250)", percentile(walls, 0.95)],
             ["python -c pass, median ms", median(baseline)],
+            ["hook / python -c pass, median of pairs", median(ratios)],
+            ["hook / python -c pass, p95 of pairs", percentile(ratios, 0.95)],
             ["prompts that got a block", f"{injected}/{runs}"],
             ["largest block, chars (hooks.max_chars 1500)", max(sizes)],
         ]

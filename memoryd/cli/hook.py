@@ -28,7 +28,7 @@ from memoryd.cli.hooks.transcript import current_project, previous_user_turn
 from memoryd.cli.rpc import DaemonClient
 from memoryd.errors import DaemonError, NotFoundError, ProtocolError
 from memoryd.hooksettings import HooksSettings
-from memoryd.runtime.locate import find_daemon
+from memoryd.runtime.locate import target
 from memoryd.runtime.private import PRIVATE_FILE_MODE
 
 if TYPE_CHECKING:
@@ -94,9 +94,10 @@ def run(setup: Setup, raw: bytes, started: float) -> str:
         raise ProtocolError(f"unknown hook host {args.host!r} (known: {', '.join(HOSTS)})")
     host: Host = args.host
     hook = parse(host, event_name(host, args.event), raw)
-    socket = find_daemon(setup.state_dir, setup.socket, wait_s=0)
-    if socket is None:
+    found = target(setup.state_dir, setup.socket)  # no probe connection first: the client checks the peer
+    if found.holder is None and found.source != "explicit":
         raise DaemonError("no memoryd daemon is running (hooks never start one: run the service)")
+    socket = found.socket
     if hook.event in CAPTURE_EVENTS:
         outcome = _capture(setup, socket, args.agent, hook)
         state.record_run(setup.state_dir, host, hook.event, injected=0, chars=0, outcome=outcome)
