@@ -273,3 +273,19 @@ def test_the_hook_imports_nothing_heavy(daemon: Daemon) -> None:
     modules = imported(done.stderr)
     assert "memoryd.cli.hook" in modules
     assert heavy(modules) == []
+
+
+def test_status_shows_when_each_hook_last_ran(daemon: Daemon, hook: HookRun) -> None:
+    context(hook("claude-code", "UserPromptSubmit", prompt(daemon, "which replication for the orchard migration?")))
+    where = ("--config", str(daemon.config), "--state-dir", str(daemon.state))
+    done = subprocess.run(
+        [sys.executable, "-m", "memoryd", "status", "--json", *where],
+        capture_output=True,
+        text=True,
+        env=daemon.env,
+        timeout=60,
+        check=False,
+    )
+    run = orjson.loads(done.stdout)["hooks"]["claude-code UserPromptSubmit"]
+    assert run["outcome"] == "injected" and run["injected"] >= 1 and run["chars"] > 0
+    assert run["at"].endswith("Z")
