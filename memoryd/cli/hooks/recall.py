@@ -10,17 +10,14 @@ memory and always pass). The rest is cut to `hooks.max_chars`, each snippet name
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from memoryd.cli.hooks.state import snippet_key
 from memoryd.cli.hooks.transcript import codex_session_cwd, project_key, same_project
 
-HEADER = (
-    "<memoryd-recall>\nFrom long-term memory (memoryd), possibly relevant to this prompt; each line names "
-    "its source (memory_get reads more):\n"
-)
+HEADER = "<memoryd-recall>\nFrom long-term memory, maybe relevant; each line names its source:\n"
 FOOTER = "</memoryd-recall>"
 MIN_SNIPPET_CHARS = 60
 """A snippet cut shorter than this says nothing: the block ends instead."""
@@ -52,7 +49,7 @@ def query_for(prompt: str, previous: str, follow_up_words: int) -> str:
     return text[:MAX_QUERY_CHARS]
 
 
-def _lines(result: dict[str, object]) -> tuple[object, object]:
+def _lines(result: Mapping[str, object]) -> tuple[object, object]:
     """The lines the snippet shows: the best-matching window's when the reply says, else the chunk's."""
     start, end = result.get("snippetStartLine"), result.get("snippetEndLine")
     if isinstance(start, int) and isinstance(end, int):
@@ -60,7 +57,7 @@ def _lines(result: dict[str, object]) -> tuple[object, object]:
     return result.get("startLine"), result.get("endLine")
 
 
-def label_of(result: dict[str, object]) -> str:
+def label_of(result: Mapping[str, object]) -> str:
     citation, path = result.get("citation"), str(result.get("path", ""))
     if isinstance(citation, str) and citation:
         return citation
@@ -70,7 +67,7 @@ def label_of(result: dict[str, object]) -> str:
     return f"{path}#L{start}" if not isinstance(end, int) or end <= start else f"{path}#L{start}-L{end}"
 
 
-def hits_of(reply: dict[str, object]) -> list[Hit]:
+def hits_of(reply: Mapping[str, object]) -> list[Hit]:
     """The results of a memory_search reply, snippets without their `Source:` footer."""
     results = reply.get("results")
     hits = []
