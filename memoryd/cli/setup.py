@@ -34,6 +34,7 @@ from memoryd.setup.entries import (
 from memoryd.setup.entries import server_command as make_server_command
 
 CLAUDE_CODE_PRESET = "claude-code"
+CODEX_PRESET = "codex"
 
 
 def run(args: argparse.Namespace, cfg: Config, out: TextIO) -> int:
@@ -45,6 +46,8 @@ def run(args: argparse.Namespace, cfg: Config, out: TextIO) -> int:
     memoryd_file = Path(args.config).expanduser() if args.config else (cfg.source_file or paths.config_file())
     if host == "claude-code":
         edits.append((memoryd_file, _sessions_edit(memoryd_file, agent.id, cfg.state_dir)))
+    elif host == "codex" and args.hooks != "none":  # capture indexes Codex's sessions: they must be a source
+        edits.append((memoryd_file, _sessions_edit(memoryd_file, agent.id, cfg.state_dir, CODEX_PRESET)))
     hook_host: host_hooks.HookHost | None = host if host in ("claude-code", "codex") else None
     if hook_host is not None:
         hooks_file = host_hooks.settings_file(hook_host)
@@ -86,11 +89,13 @@ def _host_edit(host: Host, path: Path, server: ServerCommand) -> Callable[[str],
     return lambda text: jsonfile.with_server(text, path, SERVER_NAME, entry)
 
 
-def _sessions_edit(path: Path, agent_id: str, state_dir: Path) -> Callable[[str], str]:
-    """Add Claude Code's transcripts to the agent's `sessions`, refusing a result memoryd would not load."""
+def _sessions_edit(
+    path: Path, agent_id: str, state_dir: Path, preset: str = CLAUDE_CODE_PRESET
+) -> Callable[[str], str]:
+    """Add a host's transcripts to the agent's `sessions`, refusing a result memoryd would not load."""
 
     def edit(text: str) -> str:
-        new = tomlfile.add_to_list(text, path, ("agents", agent_id), "sessions", CLAUDE_CODE_PRESET)
+        new = tomlfile.add_to_list(text, path, ("agents", agent_id), "sessions", preset)
         config_mod.build(tomllib.loads(new), state_dir=state_dir, source_file=path)  # raises ConfigError
         return new
 
@@ -109,6 +114,11 @@ def _instructions(host: Host, path: Path, server: ServerCommand, memoryd_file: P
         parts.append(
             f"\nand in memoryd's configuration ({memoryd_file}), so Claude Code's transcripts are the "
             f'sessions of agent {agent_id!r}:\n\n[agents.{agent_id}]\nsessions = ["{CLAUDE_CODE_PRESET}"]\n'
+        )
+    if host == "codex":
+        parts.append(
+            f"\nand in memoryd's configuration ({memoryd_file}), so the Codex sessions its hooks capture are "
+            f'indexed:\n\n[agents.{agent_id}]\nsessions = ["{CODEX_PRESET}"]\n'
         )
     parts.append(f"\n`memoryd setup {host} --write` does this for you, backing up each file first.\n")
     return "".join(parts)

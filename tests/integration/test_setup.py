@@ -120,6 +120,9 @@ async def test_the_written_entry_starts_a_server_that_reaches_the_users_daemon(
     assert again.returncode == 0 and "unchanged" in again.stdout
     assert len(list(path.parent.glob(f"{path.name}.backup-*"))) == 1
     memoryd_config = (user / ".config" / "memoryd" / "config.toml").read_text()
+    if host == "codex":  # its hooks capture Codex's sessions: they become the agent's
+        assert tomllib.loads(memoryd_config)["agents"]["main"]["sessions"] == ["codex"]
+        return
     if host != "claude-code":
         assert memoryd_config == CONFIG.format(ws=user / "notes")
         return
