@@ -47,7 +47,7 @@ class HooksSettings:
 
 
 RANGES: dict[str, tuple[int, int]] = {
-    "max_chars": (200, 20000),  # room for the frame and one cited line
+    "max_chars": (200, 10000),  # room for one cited line; Claude Code shows a longer context as a preview
     "max_results": (1, 20),
     "timeout_ms": (50, 60000),  # Claude Code's own default hook timeout is 60 s
     "capture_timeout_ms": (100, 600000),  # past it the hook leaves; the sync goes on in the daemon

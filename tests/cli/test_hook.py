@@ -14,6 +14,7 @@ import signal
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -289,3 +290,23 @@ def test_status_shows_when_each_hook_last_ran(daemon: Daemon, hook: HookRun) -> 
     run = orjson.loads(done.stdout)["hooks"]["claude-code UserPromptSubmit"]
     assert run["outcome"] == "injected" and run["injected"] >= 1 and run["chars"] > 0
     assert run["at"].endswith("Z")
+
+
+def test_concurrent_sessions_never_see_a_snippet_twice(daemon: Daemon, hook: HookRun) -> None:
+    """Three sessions at once, the same prompts in each: within a session no citation comes back."""
+    prompts = ["orchard replication", "kestrel staging host", "orchard migration Postgres", "staging database kestrel"]
+
+    def session(n: int) -> list[str]:
+        labels = []
+        for text in prompts:
+            done = hook("claude-code", "UserPromptSubmit", prompt(daemon, text, session=f"c-{n}"))
+            if done.stdout:
+                labels += [line.split(": ", 1)[0] for line in context(done).splitlines() if line.startswith("- ")]
+            else:
+                silent(done)
+        return labels
+
+    with ThreadPoolExecutor(3) as pool:
+        results = list(pool.map(session, range(3)))
+    for labels in results:
+        assert labels and len(labels) == len(set(labels))
