@@ -66,7 +66,7 @@ def main(out: Path, quick: bool) -> None:
     writer = Writer(CorpusSpec(seed=21))
     try:
         anyio.run(d.wait_ready)
-        hook = [*memoryd, "hook", "claude-code", "UserPromptSubmit", "--config", str(d.config)]
+        hook = [*memoryd, "hook", "claude-code", "UserPromptSubmit", "--agent", "main", "--config", str(d.config)]
         hook += ["--socket", str(d.socket), "--state-dir", str(d.dir / "state")]
 
         def one(session: str, prompt: str) -> tuple[float, str]:
@@ -97,6 +97,13 @@ def main(out: Path, quick: bool) -> None:
             t0 = time.perf_counter()
             subprocess.run([sys.executable, "-c", "pass"], check=True)
             baseline.append((time.perf_counter() - t0) * 1000)
+        search = [*memoryd, "search", "the report", "--config", str(d.config), "--socket", str(d.socket)]
+        search += ["--state-dir", str(d.dir / "state")]
+        searches = []
+        for _ in range(max(5, runs // 4)):  # the CLI's own search, for scale: the same daemon, the same moment
+            t0 = time.perf_counter()
+            subprocess.run(search, capture_output=True, check=True)
+            searches.append((time.perf_counter() - t0) * 1000)
         injected = sum(1 for s in sizes if s)
         ratios = [w / b for w, b in zip(walls, baseline, strict=True)]
         rows: list[list[object]] = [
@@ -105,6 +112,7 @@ def main(out: Path, quick: bool) -> None:
             ["python -c pass, median ms", median(baseline)],
             ["hook / python -c pass, median of pairs", median(ratios)],
             ["hook / python -c pass, p95 of pairs", percentile(ratios, 0.95)],
+            ["memoryd search through the daemon, median ms (for scale)", median(searches)],
             ["prompts that got a block", f"{injected}/{runs}"],
             ["largest block, chars (hooks.max_chars 1500)", max(sizes)],
         ]
