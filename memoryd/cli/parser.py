@@ -9,8 +9,10 @@ everywhere else `eval` is listed by name and help alone.
 from __future__ import annotations
 
 import argparse
+import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import NoReturn
 
 from memoryd import __version__
 
@@ -70,11 +72,23 @@ def _add_hook(sub: argparse._SubParsersAction[argparse.ArgumentParser], common: 
     p.add_argument("event", help="the host's hook event: SessionStart, UserPromptSubmit, PreCompact, SessionEnd, Stop")
 
 
+class _HookParser(argparse.ArgumentParser):
+    """A usage error exits 0, not 2: Claude Code reads exit 2 from a UserPromptSubmit hook as "block the
+    prompt", and a hook entry left by another memoryd version must never do that."""
+
+    def error(self, message: str) -> NoReturn:
+        self.print_usage(sys.stderr)
+        self.exit(0, f"{self.prog}: error: {message}\n")
+
+
 def _hook_parser() -> argparse.ArgumentParser:
     """The parser of `memoryd hook` alone: it runs before every prompt, so it skips building the others."""
     common = _common()
-    parser = argparse.ArgumentParser(prog="memoryd", parents=[common])
-    _add_hook(parser.add_subparsers(dest="command", required=True, metavar="COMMAND"), common)
+    parser: argparse.ArgumentParser = _HookParser(prog="memoryd", parents=[common])
+    sub: argparse._SubParsersAction[argparse.ArgumentParser] = parser.add_subparsers(
+        dest="command", required=True, metavar="COMMAND", parser_class=_HookParser
+    )
+    _add_hook(sub, common)
     return parser
 
 

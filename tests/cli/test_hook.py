@@ -310,3 +310,11 @@ def test_concurrent_sessions_never_see_a_snippet_twice(daemon: Daemon, hook: Hoo
         results = list(pool.map(session, range(3)))
     for labels in results:
         assert labels and len(labels) == len(set(labels))
+
+
+@pytest.mark.parametrize("argv", [["claude-code", "UserPromptSubmit", "--bogus"], [], ["claude-code"]])
+def test_a_usage_error_exits_0(argv: list[str]) -> None:
+    """Exit 2 from a UserPromptSubmit hook blocks the prompt in Claude Code: a bad hook entry must not."""
+    done = subprocess.run([*HOOK_CMD, *argv], input="{}", capture_output=True, text=True, timeout=60, check=False)
+    assert (done.returncode, done.stdout) == (0, "")
+    assert "error" in done.stderr
