@@ -86,6 +86,8 @@ def hits_of(reply: Mapping[str, object]) -> list[Hit]:
 def own_transcript(hit: Hit, session_id: str, transcript_path: str) -> bool:
     """The hit is in this session's own transcript: its file is named by the session id (Claude Code:
     `<id>.jsonl`, Codex: `rollout-…-<id>.jsonl`), or the transcript path ends with the hit's path."""
+    if hit.source != "sessions":
+        return False
     name = hit.path.rsplit("/", 1)[-1]
     if session_id and name.endswith(".jsonl") and session_id in name:
         return True
