@@ -9,36 +9,27 @@ memory and always pass). The rest is cut to `hooks.max_chars`, each snippet name
 
 from __future__ import annotations
 
-import re
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from memoryd.cli.hooks.state import snippet_key
 from memoryd.cli.hooks.transcript import codex_session_cwd, project_key, same_project
+from memoryd.hookblock import FOOTER, HEADER, Hit, hits_of, label_of, render
 
-HEADER = "<memoryd-recall>\nFrom long-term memory, maybe relevant; each line names its source:\n"
-FOOTER = "</memoryd-recall>"
-MIN_SNIPPET_CHARS = 60
-"""A snippet cut shorter than this says nothing: the block ends instead."""
+__all__ = [
+    "FOOTER",
+    "HEADER",
+    "Hit",
+    "choose",
+    "hit_project",
+    "hits_of",
+    "label_of",
+    "own_transcript",
+    "query_for",
+    "render",
+]
+
 MAX_QUERY_CHARS = 1000
 PREVIOUS_TURN_CHARS = 300
-_FOOTER_LINE = re.compile(r"\n\s*Source: \S+\s*$")
-
-
-@dataclass(frozen=True, slots=True)
-class Hit:
-    """One search result as the hook uses it."""
-
-    path: str
-    label: str
-    """Where it comes from: the citation (`memory/2026-11-03.md#L12`), else `path#Lstart-Lend`."""
-    text: str
-    source: str
-
-    @property
-    def key(self) -> str:
-        return snippet_key(self.text)
 
 
 def query_for(prompt: str, previous: str, follow_up_words: int) -> str:
@@ -47,40 +38,6 @@ def query_for(prompt: str, previous: str, follow_up_words: int) -> str:
     if previous and len(text.split()) < follow_up_words:
         text = f"{previous.strip()[:PREVIOUS_TURN_CHARS]}\n{text}"
     return text[:MAX_QUERY_CHARS]
-
-
-def _lines(result: Mapping[str, object]) -> tuple[object, object]:
-    """The lines the snippet shows: the best-matching window's when the reply says, else the chunk's."""
-    start, end = result.get("snippetStartLine"), result.get("snippetEndLine")
-    if isinstance(start, int) and isinstance(end, int):
-        return start, end
-    return result.get("startLine"), result.get("endLine")
-
-
-def label_of(result: Mapping[str, object]) -> str:
-    citation, path = result.get("citation"), str(result.get("path", ""))
-    if isinstance(citation, str) and citation:
-        return citation
-    start, end = _lines(result)
-    if not isinstance(start, int) or result.get("kind"):
-        return path
-    return f"{path}#L{start}" if not isinstance(end, int) or end <= start else f"{path}#L{start}-L{end}"
-
-
-def hits_of(reply: Mapping[str, object]) -> list[Hit]:
-    """The results of a memory_search reply, snippets without their `Source:` footer."""
-    results = reply.get("results")
-    hits = []
-    for r in results if isinstance(results, list) else []:
-        if not isinstance(r, dict) or not isinstance(r.get("path"), str):
-            continue
-        label = label_of(r)
-        text = str(r.get("snippet") or "").strip()
-        text = text.removesuffix(f"Source: {label}").rstrip() if text.endswith(f"Source: {label}") else text
-        text = _FOOTER_LINE.sub("", text).strip()
-        if text:
-            hits.append(Hit(r["path"], label, text, str(r.get("source") or "")))
-    return hits
 
 
 def own_transcript(hit: Hit, session_id: str, transcript_path: str) -> bool:
@@ -136,25 +93,3 @@ def choose(
             continue
         keys.add(hit.key)
     return [*groups[0], *groups[1], *groups[2]][:limit]
-
-
-def render(hits: Sequence[Hit], max_chars: int) -> tuple[str, list[Hit]]:
-    """The block within `max_chars` (frame included) and the hits it holds; ("", []) when none fits."""
-    room = max_chars - len(HEADER) - len(FOOTER)
-    lines: list[str] = []
-    shown: list[Hit] = []
-    for hit in hits:
-        lead = f"- {hit.label}: "
-        text = " ".join(hit.text.split())
-        space = room - len(lead) - 1  # the newline
-        if space < min(len(text), MIN_SNIPPET_CHARS):
-            break
-        if len(text) > space:
-            text = text[: space - 1].rstrip() + "…"
-        line = lead + text
-        lines.append(line)
-        shown.append(hit)
-        room -= len(line) + 1
-    if not lines:
-        return "", []
-    return HEADER + "\n".join(lines) + "\n" + FOOTER, shown

@@ -19,7 +19,10 @@ from pathlib import Path
 
 import orjson
 
+from memoryd.hookblock import snippet_key
 from memoryd.runtime.private import ensure_private_dir
+
+__all__ = ["SessionState", "last_runs", "prune", "record_run", "snippet_key"]
 
 FOLDER = "hooks"
 LAST_NAME = "last.json"
@@ -31,12 +34,6 @@ _MODE = 0o600
 
 def folder(state_dir: Path) -> Path:
     return state_dir / FOLDER
-
-
-def snippet_key(text: str) -> str:
-    """The identity of a snippet: its words, case and spacing aside (the same lines cited twice, or
-    copied into two notes, are one snippet)."""
-    return hashlib.blake2b(" ".join(text.lower().split()).encode(), digest_size=10).hexdigest()
 
 
 @contextlib.contextmanager
