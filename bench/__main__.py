@@ -12,6 +12,7 @@ from bench import (
     daemon_bench,
     embed_bench,
     fresh_bench,
+    hooks_bench,
     index_bench,
     redact_bench,
     retain_bench,
@@ -22,7 +23,7 @@ from bench import (
 from bench.corpus import CorpusSpec
 from memoryd import logging as logs
 
-SECTIONS = ("index", "search", "embed", "daemon", "fresh", "write", "redact", "cli", "transcripts", "retain")
+SECTIONS = ("index", "search", "embed", "daemon", "fresh", "write", "redact", "cli", "transcripts", "retain", "hooks")
 
 
 def main() -> int:
@@ -57,6 +58,8 @@ def main() -> int:
             transcript_bench.main(args.out, args.quick)
         elif section == "retain":
             retain_bench.main(args.out, args.quick)
+        elif section == "hooks":
+            hooks_bench.main(args.out, args.quick)
     return 0
 
 

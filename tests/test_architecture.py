@@ -26,6 +26,8 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "memoryd.paths",
             "memoryd.runtime",  # where the daemon listens (socket discovery)
             "memoryd.config",
+            "memoryd.hooksettings",  # the [hooks] table, read by the hook without the settings tree
+            "memoryd.hookblock",  # the hooks' cited block: the hook renders it, eval measures it
             "memoryd.compat",  # a settings profile
             "memoryd.qmd.settings",  # the [qmd] table of the settings tree
             "memoryd.media",  # which files are images and audio, which models embed them (settings check it)

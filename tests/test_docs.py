@@ -35,7 +35,13 @@ def commands() -> list[str]:
 
 @pytest.mark.parametrize(
     "key",
-    sorted([*config_keys(config_mod.MemorySearchSettings()), *config_keys(config_mod.DaemonSettings(), "daemon")]),
+    sorted(
+        [
+            *config_keys(config_mod.MemorySearchSettings()),
+            *config_keys(config_mod.DaemonSettings(), "daemon"),
+            *config_keys(config_mod.HooksSettings(), "hooks"),
+        ]
+    ),
 )
 def test_every_config_key_is_documented(key: str) -> None:
     assert f"`{key}`" in README, f"config key {key} is missing from README.md's configuration table"

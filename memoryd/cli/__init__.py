@@ -53,6 +53,7 @@ COMMANDS: dict[str, Command] = {
     "search": Command("search:run", logs_first=False),
     "get": Command("get:run", logs_first=False),
     "remember": Command("remember:run", logs_first=False),
+    "hook": Command("hook:run_safely", logs_first=False),  # loads its own config: it never fails its host
     "setup": Command("setup:run"),
     "reload": Command("reload:run", logs_first=False),
     "forget": Command("forget:run", logs_first=False),
@@ -70,6 +71,10 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
     args = parse(words)
     stdout = out if out is not None else sys.stdout
     command = COMMANDS[args.command]
+    if args.command == "hook":  # exits 0 whatever happens (memoryd.cli.hook): never a blocked prompt
+        from memoryd.cli.hook import run_safely
+
+        return run_safely(args, stdout)
     try:
         if command.logs_first:
             from memoryd import logging as logs

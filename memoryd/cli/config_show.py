@@ -21,6 +21,7 @@ def run(args: argparse.Namespace, cfg: Config, out: TextIO) -> int:
         "stateDir": str(cfg.state_dir),
         "socket": str(cfg.socket),
         "daemon": config_mod.to_dict(cfg.daemon),
+        "hooks": config_mod.to_dict(cfg.hooks),
         "agents": {k: config_mod.to_dict(a) for k, a in cfg.agents.items()},
     }
     out.write(dump(shown) + "\n")

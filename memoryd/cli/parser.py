@@ -9,8 +9,10 @@ everywhere else `eval` is listed by name and help alone.
 from __future__ import annotations
 
 import argparse
+import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import NoReturn
 
 from memoryd import __version__
 
@@ -59,8 +61,35 @@ def command_of(argv: Sequence[str]) -> str | None:
 def parse(argv: Sequence[str]) -> argparse.Namespace:
     """The command line; a global flag may come before the subcommand (`memoryd --config X status`) or after
     it, and given both places, the subcommand's wins. Every global flag not given is None."""
-    parser = build_parser(with_eval=command_of(argv) == "eval")
+    command = command_of(argv)
+    parser = _hook_parser() if command == "hook" else build_parser(with_eval=command == "eval")
     return parser.parse_args(argv, namespace=argparse.Namespace(**dict.fromkeys(GLOBAL_FLAGS.values())))
+
+
+def _add_hook(sub: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser) -> None:
+    p = sub.add_parser("hook", parents=[common], help="run as a Claude Code or Codex hook (host JSON on stdin)")
+    p.add_argument("host", help="claude-code or codex")  # no choices: a usage error would exit 2, which blocks
+    p.add_argument("event", help="the host's hook event: SessionStart, UserPromptSubmit, PreCompact, SessionEnd, Stop")
+
+
+class _HookParser(argparse.ArgumentParser):
+    """A usage error exits 0, not 2: Claude Code reads exit 2 from a UserPromptSubmit hook as "block the
+    prompt", and a hook entry left by another memoryd version must never do that."""
+
+    def error(self, message: str) -> NoReturn:
+        self.print_usage(sys.stderr)
+        self.exit(0, f"{self.prog}: error: {message}\n")
+
+
+def _hook_parser() -> argparse.ArgumentParser:
+    """The parser of `memoryd hook` alone: it runs before every prompt, so it skips building the others."""
+    common = _common()
+    parser: argparse.ArgumentParser = _HookParser(prog="memoryd", parents=[common])
+    sub: argparse._SubParsersAction[argparse.ArgumentParser] = parser.add_subparsers(
+        dest="command", required=True, metavar="COMMAND", parser_class=_HookParser
+    )
+    _add_hook(sub, common)
+    return parser
 
 
 def build_parser(*, with_eval: bool = True) -> argparse.ArgumentParser:
@@ -99,6 +128,15 @@ def build_parser(*, with_eval: bool = True) -> argparse.ArgumentParser:
     p = sub.add_parser("setup", parents=[common], help="the MCP entry for an MCP host (print it, or --write it)")
     p.add_argument("host", choices=["claude-code", "claude-desktop", "codex", "cursor"], help="the MCP host")
     p.add_argument("--write", action="store_true", help="merge it into the host's config file (a backup is kept)")
+    p.add_argument(
+        "--hooks",
+        choices=["none", "recall", "all"],
+        default="all",
+        help="Claude Code and Codex: also install memoryd's hooks (recall: before each prompt; all: also the "
+        "session-start brief and capture; none: remove them) (default: all)",
+    )
+
+    _add_hook(sub, common)
 
     p = sub.add_parser("forget", parents=[common], help="delete retained session transcripts for good")
     p.add_argument("paths", nargs="*", help="transcripts as results name them (claude-code/...), or their old path")

@@ -53,11 +53,19 @@ class DaemonClient:
         """The agent the connection is bound to (None: unbound)."""
 
     @classmethod
-    def open(cls, path: Path, agent: str | None, *, pick: Callable[[list[str]], str] | None = None) -> DaemonClient:
+    def open(
+        cls,
+        path: Path,
+        agent: str | None,
+        *,
+        pick: Callable[[list[str]], str] | None = None,
+        timeout: float | None = None,
+    ) -> DaemonClient:
         """Connect, bind to `agent` and finish the `initialize` handshake. With no `agent` but a `pick`,
         the daemon's own agents (`memoryd/agents`) are asked first and `pick` chooses the one to bind
-        (or raises saying how to choose); with neither the connection stays unbound."""
-        client = cls(_connect(path))
+        (or raises saying how to choose); with neither the connection stays unbound. `timeout` bounds
+        every later read and write (hooks must never hold a prompt); None waits as long as it takes."""
+        client = cls(_connect(path, timeout))
         try:
             if agent is None and pick is not None:
                 agent = pick(client._served())
@@ -166,10 +174,10 @@ class DaemonClient:
                 raise _request_error(message["error"], method)
 
 
-def _connect(path: Path) -> socket.socket:
+def _connect(path: Path, timeout: float | None = None) -> socket.socket:
     """A connection to the daemon at `path`, its listener checked to be this user's before a byte is sent."""
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    sock.settimeout(CONNECT_TIMEOUT_S)
+    sock.settimeout(CONNECT_TIMEOUT_S if timeout is None else min(timeout, CONNECT_TIMEOUT_S))
     try:
         sock.connect(str(path))
     except OSError as exc:
@@ -180,7 +188,7 @@ def _connect(path: Path) -> socket.socket:
     except BaseException:
         sock.close()
         raise
-    sock.settimeout(None)  # a sync may take as long as it takes; Ctrl-C still interrupts
+    sock.settimeout(timeout)  # None: a sync may take as long as it takes; Ctrl-C still interrupts
     return sock
 
 

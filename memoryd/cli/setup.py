@@ -21,6 +21,7 @@ from memoryd.cli.agents import choose
 from memoryd.cli.exits import EXIT_OK
 from memoryd.config import Config
 from memoryd.setup import files, jsonfile, locations, tomlfile
+from memoryd.setup import hooks as host_hooks
 from memoryd.setup.entries import (
     HOST_NAMES,
     SERVER_NAME,
@@ -45,10 +46,18 @@ def run(args: argparse.Namespace, cfg: Config, out: TextIO) -> int:
     edits: list[tuple[Path, Callable[[str], str]]] = [(host_file, _host_edit(host, host_file, server))]
     memoryd_file = Path(args.config).expanduser() if args.config else (cfg.source_file or paths.config_file())
     preset = SESSION_PRESETS.get(host)
-    if preset is not None:
+    if preset is not None:  # the host's transcripts are memory (and what its hooks capture must be indexed)
         edits.append((memoryd_file, _sessions_edit(memoryd_file, agent.id, cfg.state_dir, preset)))
+    hook_host: host_hooks.HookHost | None = host if host in ("claude-code", "codex") else None
+    if hook_host is not None:
+        hooks_file = host_hooks.settings_file(hook_host)
+        which: host_hooks.HookSet = args.hooks
+        edits.append((hooks_file, lambda text: host_hooks.with_hooks(text, hooks_file, hook_host, server, which)))
     if not args.write:
         out.write(_instructions(host, host_file, server, memoryd_file, agent.id))
+        if hook_host is not None and args.hooks != "none":
+            document = host_hooks.with_hooks("", hooks_file, hook_host, server, args.hooks)
+            out.write(f"\nHooks ({args.hooks}), merged into {hooks_file}:\n\n{document}")
         return EXIT_OK
     for path, edit in edits:  # every edit is checked before any file is written
         edit(_current(path))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import time
 from typing import Any, TextIO
 
 import orjson
@@ -20,11 +21,26 @@ def run(args: argparse.Namespace, cfg: Config, out: TextIO) -> int:
         statuses = [tool(live, a, "status", {"deep": args.deep}) for a in daemon_agents(live, args.agent)]
     else:
         statuses = _in_process(args, cfg, every(args, cfg))
+    if runs := hook_runs(cfg):
+        for st in statuses:
+            st["hooks"] = runs
     if args.json:
         out.write(dump(statuses[0] if len(statuses) == 1 else statuses) + "\n")
     else:
         out.write("\n".join(format_status(s) for s in statuses))
     return EXIT_OK
+
+
+def hook_runs(cfg: Config) -> dict[str, Any]:
+    """When each host's hook last ran and what it injected (`<state dir>/hooks/last.json`: counts, never
+    text), its time as ISO 8601; empty when no hook ran on this machine."""
+    from memoryd.cli.hooks.state import last_runs
+
+    runs: dict[str, Any] = {}
+    for key, run in last_runs(cfg.state_dir).items():
+        if isinstance(run, dict) and isinstance(run.get("at"), int):
+            runs[key] = {**run, "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(run["at"]))}
+    return runs
 
 
 def _in_process(args: argparse.Namespace, cfg: Config, agents: list[AgentConfig]) -> list[dict[str, Any]]:

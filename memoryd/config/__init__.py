@@ -52,6 +52,7 @@ from memoryd.config.settings import (
     VectorSettings,
 )
 from memoryd.config.typed import merge, to_dict
+from memoryd.hooksettings import HooksSettings
 
 __all__ = [
     "AGENT_ID_RE",
@@ -70,6 +71,7 @@ __all__ = [
     "FtsSettings",
     "FtsTokenizer",
     "Fusion",
+    "HooksSettings",
     "HybridSettings",
     "LocalSettings",
     "MemorySearchSettings",

@@ -3,6 +3,7 @@
 File layout (`$XDG_CONFIG_HOME/memoryd/config.toml`, or `--config` / `MEMORYD_CONFIG`):
 
     [daemon]                 # daemon-wide: socket, logging
+    [hooks]                  # what `memoryd hook` injects (memoryd.hooksettings)
     [defaults]               # the memorySearch tree (snake_case) applied to every agent
     [agents.<id>]            # workspace, sessions_dir, sessions (transcript presets), and any key
                              # of the tree, merged key by key
@@ -15,7 +16,7 @@ import os
 import re
 import tomllib
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
@@ -26,6 +27,8 @@ from memoryd.config.sessions import SESSIONS_PREFIX, SessionRoot, parse_presets,
 from memoryd.config.settings import MemorySearchSettings
 from memoryd.config.typed import merge
 from memoryd.errors import ConfigError, NotFoundError
+from memoryd.hooksettings import HooksSettings
+from memoryd.hooksettings import read as read_hooks
 from memoryd.qmd.settings import normalise_qmd
 
 T = TypeVar("T")
@@ -83,6 +86,7 @@ class Config:
     agents: dict[str, AgentConfig]
     state_dir: Path
     source_file: Path | None
+    hooks: HooksSettings = field(default_factory=HooksSettings)
 
     def agent(self, agent_id: str | None) -> AgentConfig:
         """The named agent; with no name, the only agent (never a guess among several)."""
@@ -239,11 +243,12 @@ def build(
     `workspace` (the CLI's `--workspace`) adds or replaces an agent rooted there, with
     transcripts from `<workspace>/sessions`.
     """
-    unknown = set(data) - {"daemon", "defaults", "agents"}
+    unknown = set(data) - {"daemon", "defaults", "agents", "hooks"}
     if unknown:
-        raise ConfigError(sorted(unknown)[0], "unknown top-level table (known: daemon, defaults, agents)")
+        raise ConfigError(sorted(unknown)[0], "unknown top-level table (known: daemon, defaults, agents, hooks)")
     daemon = merge(DaemonSettings(), _table(data, "daemon"), "daemon")
     ranges.check_table(daemon, _table(data, "daemon"), "daemon", ranges.DAEMON)
+    hooks = read_hooks(_table(data, "hooks"))
     defaults = merge(MemorySearchSettings(), _table(data, "defaults"), "defaults")
     ranges.check_table(defaults, _table(data, "defaults"), "defaults", ranges.SETTINGS)
     defaults = dataclasses.replace(defaults, qmd=normalise_qmd(defaults.qmd, "defaults.qmd"))
@@ -263,7 +268,9 @@ def build(
         agents[aid] = _agent(aid, base, defaults, state)
     if not agents:
         agents[DEFAULT_AGENT] = _agent(DEFAULT_AGENT, {}, defaults, state)
-    return Config(daemon=daemon, defaults=defaults, agents=agents, state_dir=state, source_file=source_file)
+    return Config(
+        daemon=daemon, defaults=defaults, agents=agents, state_dir=state, source_file=source_file, hooks=hooks
+    )
 
 
 def _table(data: Mapping[str, Any], key: str) -> Mapping[str, Any]:

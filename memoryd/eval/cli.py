@@ -21,7 +21,7 @@ import orjson
 from memoryd.errors import ConfigError, MemorydError
 from memoryd.eval import ablation, abstain, faq, locomo, realtalk
 from memoryd.eval.dataset import EvalSet
-from memoryd.eval.harness import DEFAULT, MODES, EvalReport, Mode, Variant, evaluate_set, local_provider
+from memoryd.eval.harness import DEFAULT, HOOKS, MODES, EvalReport, Mode, Variant, evaluate_set, local_provider
 from memoryd.progress import ProgressBar
 
 EXIT_OK = 0
@@ -201,6 +201,8 @@ def format_results(sets: Sequence[EvalSet], results: Results, *, ablate: bool) -
             lines.append(f"{label:<18}{m.n:>6}{m.recall_5:>8.3f}{m.recall_10:>8.3f}{m.ndcg_10:>9.3f}{m.mrr:>8.3f}")
         lines.extend(_sweep_lines("min_score", report.sweep, other_sets=report.other_sets is not None))
         lines.extend(_sweep_lines("min_evid.", report.evidence_sweep, other_sets=report.other_sets is not None))
+        if (hook := _hook_line(report)) is not None:
+            lines.append(hook)
         if report.other_sets is not None:
             per_set = ", ".join(
                 f"{name} {_pct(a.rate)} ({a.asked // max(1, len(s.groups))} x {len(s.groups)} indexes)"
@@ -214,6 +216,23 @@ def format_results(sets: Sequence[EvalSet], results: Results, *, ablate: bool) -
     if ablate:
         lines.extend(format_ablation(sets, results))
     return "\n".join(lines) + "\n"
+
+
+def _hook_line(report: EvalReport) -> str | None:
+    """What `memoryd hook` would inject before each question (memoryd.hookblock, [hooks] defaults),
+    beside what is served: the share of evidence lines in the block, and of another index's questions
+    for which it injects nothing."""
+    if report.served is None or report.served.injected is None:
+        return None
+    line = (
+        f"prompt hook block (at most {HOOKS.max_results} snippets, {HOOKS.max_chars} chars): evidence lines "
+        f"injected {report.served.injected.recall_5:.3f} (served R@5 {report.served.overall.recall_5:.3f})"
+    )
+    a = report.abstention
+    if a is not None and a.quiet is not None and a.asked:
+        quiet, no_matches = _pct(a.quiet / a.asked), _pct(a.rate)
+        line += f"; nothing injected for {quiet} of another index's questions ('No matches.' {no_matches})"
+    return line
 
 
 def _sweep_lines(key: str, rows: Sequence[dict[str, float]], *, other_sets: bool) -> list[str]:

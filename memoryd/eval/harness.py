@@ -48,6 +48,8 @@ from memoryd.eval.metrics import (
     score_question,
     summarise,
 )
+from memoryd.hookblock import hits_of, render
+from memoryd.hooksettings import HooksSettings
 from memoryd.index.engine import IndexEngine, Progress, ProgressFn
 from memoryd.search.features import RankingFeatures
 from memoryd.search.request import SearchMode, SearchRequest, SearchResponse
@@ -78,10 +80,20 @@ class Served:
 
     overall: Summary
     empty: int  # answerable questions that got no result at all
+    injected: Summary | None = None
+    """What the prompt hook would inject for each question (`memoryd.hookblock`, `[hooks]` defaults):
+    its snippets' lines as the ranking, so R@5 is the share of evidence lines inside the block."""
 
     def to_dict(self) -> dict[str, object]:
         n = self.overall.n
-        return {**self.overall.to_dict(), "empty": self.empty, "empty_share": round(self.empty / n, 4) if n else 0.0}
+        out: dict[str, object] = {
+            **self.overall.to_dict(),
+            "empty": self.empty,
+            "empty_share": round(self.empty / n, 4) if n else 0.0,
+        }
+        if self.injected is not None:
+            out["hook_block"] = self.injected.to_dict()
+        return out
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,6 +103,7 @@ class Abstention:
     asked: int
     empty: int
     by_set: Mapping[str, Abstention] = field(default_factory=dict)  # other sets' questions: per set asked
+    quiet: int | None = None  # questions for which the prompt hook would inject nothing
 
     @property
     def rate(self) -> float:
@@ -98,6 +111,9 @@ class Abstention:
 
     def to_dict(self) -> dict[str, object]:
         out: dict[str, object] = {"asked": self.asked, "no_matches": self.empty, "rate": round(self.rate, 4)}
+        if self.quiet is not None and self.asked:
+            out["hook_nothing_injected"] = self.quiet
+            out["hook_nothing_injected_rate"] = round(self.quiet / self.asked, 4)
         if self.by_set:
             out["by_set"] = {name: a.to_dict() for name, a in self.by_set.items()}
         return out
@@ -145,8 +161,10 @@ class _Tally:
     scores: list[QuestionScore] = field(default_factory=list)
     served: list[QuestionScore] = field(default_factory=list)
     served_empty: int = 0
+    injected: list[QuestionScore] = field(default_factory=list)
     abstain_asked: int = 0
     abstain_empty: int = 0
+    abstain_quiet: int = 0
     latencies_ms: list[float] = field(default_factory=list)
     asked: list[tuple[Asked, int]] = field(default_factory=list)
     """Per answerable question: its ranking (top 10 at min_score 0) and how many evidence lines it has."""
@@ -244,6 +262,17 @@ def _spans(resp: SearchResponse) -> list[tuple[Span, float]]:
     return [(Span(r.path, r.start_line, r.end_line), r.score) for r in resp.results]
 
 
+HOOKS = HooksSettings()
+
+
+def injected_spans(resp: SearchResponse) -> list[Span]:
+    """The lines the prompt hook's block would hold for this served answer (`[hooks]` defaults; no
+    session, so nothing is left out as already seen): its snippets in order, within the budget."""
+    hits = hits_of(resp.to_dict())
+    _block, shown = render(hits[: HOOKS.max_results], HOOKS.max_chars)
+    return [Span(h.path, *h.lines) for h in shown if h.lines is not None]
+
+
 async def ask_scored(
     searcher: Searcher, mode: SearchMode, query: str, min_score: float | None
 ) -> list[tuple[Span, float]]:
@@ -311,12 +340,16 @@ async def _ask_group(
             tally.asked.append((ranking.asked(q), len(q.lines)))
             if not as_served:
                 continue
-            served = await ask(searcher, search_mode, q.question, None)
+            answer = await _search(searcher, search_mode, q.question, None)
+            served = [span for span, _score in _spans(answer)]
             tally.served.append(_score(served, q, by_path))
             tally.served_empty += not served
+            tally.injected.append(_score(injected_spans(answer), q, by_path))
         for q in probes if as_served else ():
             tally.abstain_asked += 1
-            tally.abstain_empty += not await ask(searcher, search_mode, q.question, None)
+            answer = await _search(searcher, search_mode, q.question, None)
+            tally.abstain_empty += not answer.results
+            tally.abstain_quiet += not injected_spans(answer)
             tally.probes_asked.append((await ask_ranking(searcher, search_mode, q.question)).asked())
     finally:
         await searcher.aclose()
@@ -426,8 +459,12 @@ def _report(
         latency_p50_ms=percentile(tally.latencies_ms, 50),
         latency_p99_ms=percentile(tally.latencies_ms, 99),
         settings=settings,
-        served=Served(summarise(tally.served), tally.served_empty) if searched and tally.served else None,
-        abstention=Abstention(tally.abstain_asked, tally.abstain_empty) if searched and tally.abstain_asked else None,
+        served=Served(summarise(tally.served), tally.served_empty, summarise(tally.injected))
+        if searched and tally.served
+        else None,
+        abstention=Abstention(tally.abstain_asked, tally.abstain_empty, quiet=tally.abstain_quiet)
+        if searched and tally.abstain_asked
+        else None,
         sweep=by_score,
         evidence_sweep=by_evidence,
     )

@@ -1,0 +1,160 @@
+"""The hook's pure parts: labels and footers of search results, the filters, the budget, transcripts, state."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+from memoryd.cli.hooks import recall, state
+from memoryd.cli.hooks.payload import event_name, parse
+from memoryd.cli.hooks.transcript import current_project, previous_user_turn, project_key
+from memoryd.errors import ConfigError, ProtocolError
+from memoryd.hooksettings import HooksSettings, read
+
+
+def test_labels_use_the_citation_else_the_matching_window() -> None:
+    assert recall.label_of({"path": "MEMORY.md", "citation": "MEMORY.md#L3", "startLine": 1}) == "MEMORY.md#L3"
+    window = {
+        "path": "m.md",
+        "citation": None,
+        "startLine": 1,
+        "endLine": 30,
+        "snippetStartLine": 12,
+        "snippetEndLine": 14,
+    }
+    assert recall.label_of(window) == "m.md#L12-L14"
+    assert recall.label_of({"path": "m.md", "startLine": 5, "endLine": 5}) == "m.md#L5"
+    assert recall.label_of({"path": "img.png", "kind": "image", "startLine": 1}) == "img.png"
+
+
+def test_hits_lose_their_source_footer() -> None:
+    reply = {
+        "results": [
+            {
+                "path": "m.md",
+                "citation": "m.md#L2",
+                "snippet": "Deploys on Tuesdays.\n\nSource: m.md#L2",
+                "source": "memory",
+            },
+            {"path": "x.md", "citation": None, "snippet": "   ", "source": "memory"},
+        ]
+    }
+    assert [(h.label, h.text) for h in recall.hits_of(reply)] == [("m.md#L2", "Deploys on Tuesdays.")]
+
+
+def hit(path: str, text: str, source: str = "sessions") -> recall.Hit:
+    return recall.Hit(path, f"{path}#L1", text, source)
+
+
+def test_choose_orders_by_project_and_drops_seen_own_and_foreign() -> None:
+    hits = [
+        hit("claude-code/-b/x.jsonl", "other project"),
+        hit("sessions/s.jsonl", "no project"),
+        hit("memory/n.md", "a note", "memory"),
+        hit("claude-code/-a/sid-1.jsonl", "own session"),
+        hit("claude-code/-a-sub/y.jsonl", "this project, below"),
+        hit("memory/m.md", "A  NOTE", "memory"),  # the same words as "a note": one snippet
+        hit("memory/seen.md", "shown before", "memory"),
+    ]
+    args = {"session_id": "sid-1", "transcript_path": "", "project": "-a", "codex_root": None, "limit": 10}
+    seen = frozenset({state.snippet_key("shown before")})
+    chosen = recall.choose(hits, seen=seen, scope="project", **args)  # type: ignore[arg-type]
+    assert [h.text for h in chosen] == ["a note", "this project, below", "no project"]
+    wide = recall.choose(hits, seen=seen, scope="all", **args)  # type: ignore[arg-type]
+    assert [h.text for h in wide][-1] == "other project"
+
+
+def test_codex_hits_take_the_project_of_their_rollout(tmp_path: Path) -> None:
+    rollout = tmp_path / "2026" / "11" / "03" / "rollout-x.jsonl"
+    rollout.parent.mkdir(parents=True)
+    rollout.write_text(json.dumps({"type": "session_meta", "payload": {"cwd": "/proj/a"}}) + "\n")
+    h = hit("codex/2026/11/03/rollout-x.jsonl", "codex words")
+    assert recall.hit_project(h, tmp_path) == project_key("/proj/a") == "-proj-a"
+
+
+def test_render_holds_the_budget_and_cuts_the_last_snippet() -> None:
+    hits = [hit(f"memory/{i}.md", "word " * 80, "memory") for i in range(5)]
+    for budget in (200, 300, 800, 1500):
+        block, shown = recall.render(hits, budget)
+        assert len(block) <= budget and shown
+        assert block.startswith("<memoryd-recall>") and block.endswith("</memoryd-recall>")
+    assert recall.render([], 1500) == ("", [])
+
+
+def test_a_short_follow_up_leads_with_the_previous_turn() -> None:
+    assert recall.query_for("and the other one?", "Which bucket holds the backups?", 6).startswith("Which bucket")
+    assert recall.query_for("a long enough question about the backups here", "previous", 6) == (
+        "a long enough question about the backups here"
+    )
+
+
+def test_previous_user_turn_of_either_host(tmp_path: Path) -> None:
+    claude = tmp_path / "c.jsonl"
+    claude.write_text(
+        "\n".join(
+            json.dumps(r)
+            for r in [
+                {"type": "user", "message": {"role": "user", "content": "Where are the backups?"}},
+                {"type": "assistant", "message": {"role": "assistant", "content": [{"type": "text", "text": "S3."}]}},
+                {"type": "user", "message": {"role": "user", "content": [{"type": "tool_result", "content": "x"}]}},
+                {"type": "user", "message": {"role": "user", "content": "and?"}},
+            ]
+        )
+    )
+    assert previous_user_turn(str(claude), "and?") == "Where are the backups?"
+    codex = tmp_path / "r.jsonl"
+    item = {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "Rotate the keys"}]}
+    context = {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "<environment_context>"}]}
+    codex.write_text(
+        json.dumps({"type": "response_item", "payload": item})
+        + "\n"
+        + json.dumps({"type": "response_item", "payload": context})
+    )
+    assert previous_user_turn(str(codex), "when?") == "Rotate the keys"
+    assert previous_user_turn(str(tmp_path / "missing.jsonl"), "x") == ""
+
+
+def test_current_project_prefers_claude_codes_folder() -> None:
+    assert current_project("claude-code", "/x/y", "/h/.claude/projects/-home-me-app/s.jsonl") == "-home-me-app"
+    assert current_project("codex", "/home/me/app", "/h/.codex/sessions/2026/r.jsonl") == "-home-me-app"
+
+
+def test_state_is_private_bounded_and_pruned(tmp_path: Path) -> None:
+    s = state.SessionState(tmp_path, "claude-code", "sid")
+    s.remember(f"k{i}" for i in range(state.MAX_SEEN + 10))
+    assert len(s.seen()) == state.MAX_SEEN and "k0" not in s.seen()
+    assert os.stat(s.path).st_mode & 0o777 == 0o600
+    assert os.stat(s.path.parent).st_mode & 0o777 == 0o700
+    old = state.SessionState(tmp_path, "claude-code", "old")
+    old.remember(["x"])
+    past = time.time() - (state.KEEP_DAYS + 1) * 86400
+    os.utime(old.path, (past, past))
+    assert state.prune(s.path.parent, keep=s.path) == 1 and not old.path.exists()
+    assert state.SessionState(tmp_path, "codex", "").seen() == frozenset()  # no session id: no state
+
+
+def test_event_names_and_input() -> None:
+    assert event_name("codex", "user-prompt-submit") == "UserPromptSubmit"
+    with pytest.raises(ProtocolError):
+        event_name("codex", "SessionEnd")  # Codex has none
+    got = parse("codex", "UserPromptSubmit", b'{"prompt": "hi", "transcript_path": null, "session_id": "s"}')
+    assert (got.prompt, got.transcript_path, got.session_id) == ("hi", "", "s")
+
+
+@pytest.mark.parametrize(
+    ("table", "needle"),
+    [
+        ({"max_chars": 10}, "between 200"),
+        ({"scope": "everywhere"}, "'project'"),
+        ({"flush": "yes"}, "bool"),
+        ({"nope": 1}, "unknown"),
+    ],
+)
+def test_hook_settings_are_checked(table: dict[str, object], needle: str) -> None:
+    with pytest.raises(ConfigError, match=needle):
+        read(table)
+    assert read({"max_chars": 900, "scope": "all"}) == HooksSettings(max_chars=900, scope="all")
