@@ -33,6 +33,7 @@ from memoryd.index.supervisor import Supervisor
 from memoryd.index.watcher import Watcher
 from memoryd.runtime.claim import StateClaim, claim_state_dir
 from memoryd.runtime.private import make_private_dirs
+from memoryd.server.http import HttpSettings, serve_http
 from memoryd.server.service import Corpus, WriteTarget
 from memoryd.server.unix import serve_unix
 from memoryd.service.activation import inherited_unix_listener
@@ -138,6 +139,7 @@ async def serve(
     provider_factory: ProviderFactory | None = None,
     listener: socket.socket | None = None,
     claim: StateClaim | None = None,
+    http: str | None = None,
     task_status: TaskStatus[Path] = anyio.TASK_STATUS_IGNORED,
 ) -> None:
     """Run the daemon until SIGTERM/SIGINT (or cancellation); `listener` is systemd's socket, if any.
@@ -187,6 +189,7 @@ async def serve(
                 listener=listener,
                 claim=held,
                 log_file=cfg.daemon.log_file or None,
+                http=http_settings(cfg, http),
             )
             task_status.started(path)
     finally:
@@ -210,6 +213,7 @@ async def _run_services(
     listener: socket.socket | None,
     claim: StateClaim,
     log_file: str | None,
+    http: HttpSettings | None = None,
 ) -> None:
     """Start everything in order: socket first (recorded at once, so clients find it), then agents,
     then the watcher."""
@@ -228,7 +232,27 @@ async def _run_services(
     await tg.start(_signals, tg.cancel_scope.cancel, reload)
     await tg.start(supervisor.run)
     await tg.start(watcher.run)
+    if http is not None:
+        await tg.start(functools.partial(serve_http, service, http, supervisor.cfg.state_dir))
     log.info("memoryd ready", socket=str(path), agents=supervisor.agent_ids())
+
+
+def http_settings(cfg: Config, address: str | None) -> HttpSettings | None:
+    """The HTTP face's settings: `--http` wins over `daemon.http`; None when neither names an address."""
+    d = cfg.daemon
+    chosen = address or d.http
+    if not chosen:
+        return None
+    return HttpSettings(
+        address=chosen,
+        insecure=d.http_insecure,
+        allowed_hosts=d.http_allowed_hosts,
+        allowed_origins=d.http_allowed_origins,
+        rate_per_minute=d.http_rate_per_minute,
+        max_concurrent=d.http_max_concurrent,
+        timeout_s=d.http_timeout_s,
+        max_body_bytes=d.max_line_bytes,
+    )
 
 
 def prepare_workspaces(cfg: Config) -> None:
@@ -253,7 +277,12 @@ def prepare_workspaces(cfg: Config) -> None:
 
 
 def run(
-    cfg: Config, *, config_path: Path | None = None, socket_path: Path | None = None, claim: StateClaim | None = None
+    cfg: Config,
+    *,
+    config_path: Path | None = None,
+    socket_path: Path | None = None,
+    claim: StateClaim | None = None,
+    http: str | None = None,
 ) -> int:
     """Blocking entry point for the CLI; adopts the listening socket systemd passed, if it passed one.
 
@@ -266,7 +295,11 @@ def run(
     try:
         prepare_workspaces(cfg)
         listener = inherited_unix_listener()
-        anyio.run(lambda: serve(cfg, config_path=config_path, socket_path=socket_path, listener=listener, claim=claim))
+        anyio.run(
+            lambda: serve(
+                cfg, config_path=config_path, socket_path=socket_path, listener=listener, claim=claim, http=http
+            )
+        )
     except (MemorydError, BaseExceptionGroup) as exc:
         inner = first_error(exc)
         if not isinstance(inner, MemorydError):
