@@ -40,6 +40,9 @@ from memoryd.service.activation import inherited_unix_listener
 
 log = structlog.get_logger(__name__)
 
+FILES_SHOWN = 5000
+"""The viewer lists at most this many of an agent's indexed files."""
+
 
 class DaemonService:
     """The MemoryService the MCP edge calls, backed by the supervisor's actors."""
@@ -99,6 +102,20 @@ class DaemonService:
             },
         }
         return st
+
+    async def list_files(self, agent: str) -> list[dict[str, object]]:
+        """The agent's indexed files (the viewer's listing; each is then read through memory_get)."""
+        actor = await self._actor(agent)
+        readers = actor.engine.database.readers
+
+        def read() -> list[dict[str, object]]:
+            with readers.reader() as (conn, _vec):
+                rows = conn.execute(
+                    "SELECT source, path, size FROM files ORDER BY source, path LIMIT ?", (FILES_SHOWN,)
+                )
+                return [{"source": source, "path": path, "size": size} for source, path, size in rows]
+
+        return await anyio.to_thread.run_sync(read)
 
     def write_enabled(self, agent: str) -> bool:
         return self.supervisor.cfg.agent(agent).settings.tools.write

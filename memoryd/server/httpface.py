@@ -191,6 +191,10 @@ class HttpFace:
 
     async def _route(self, scope: Scope, receive: Receive, send: Send) -> None:
         path: str = scope.get("path", "")
+        if _traverses(path):
+            log.info("http_refused", path=path[:200], status=404, reason="dot segments in the path")
+            await json_error(send, 404, "no such page")
+            return
         if path == MCP_PATH or path.startswith(MCP_PATH + "/"):
             await self._mcp(scope, receive, send, path[len(MCP_PATH) :].strip("/"))
         else:
@@ -236,3 +240,8 @@ class HttpFace:
             log.info("http_agent_refused", token=token.id, agent=named[:64])
             return 403, "this token does not grant access to that agent"
         return named
+
+
+def _traverses(path: str) -> bool:
+    """A path with `.` or `..` segments, a backslash or a NUL: never a page here (no client sends one)."""
+    return "\\" in path or "\x00" in path or any(part in (".", "..") for part in path.split("/"))

@@ -15,9 +15,11 @@ from dataclasses import dataclass, field
 import anyio
 from starlette.types import Message, Receive
 
+from memoryd.errors import MemorydError
 
-class SlowClientError(Exception):
-    """The client did not send its request body in time (answered 408; not a MemorydError: never escapes)."""
+
+class SlowClientError(MemorydError):
+    """The client did not send its request body in time (answered 408 by the app)."""
 
 
 @dataclass(slots=True)
