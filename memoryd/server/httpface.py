@@ -195,6 +195,9 @@ class HttpFace:
             log.info("http_refused", path=path[:200], status=404, reason="dot segments in the path")
             await json_error(send, 404, "no such page")
             return
+        if path.startswith("/.well-known/"):  # no OAuth metadata: tokens come from `memoryd token create`
+            await json_error(send, 404, "no such page")
+            return
         if path == MCP_PATH or path.startswith(MCP_PATH + "/"):
             await self._mcp(scope, receive, send, path[len(MCP_PATH) :].strip("/"))
         else:
