@@ -24,6 +24,7 @@ from mcp.client import Client
 from mcp.client.streamable_http import streamable_http_client
 
 from bench.corpus import CorpusSpec, Writer, write_corpus
+from bench.daemon_bench import cpu_seconds
 from bench.report import percentile, table
 from memoryd.server.client import unix_client
 from memoryd.server.tokens import TokenStore
@@ -107,12 +108,14 @@ async def run(out: Path, quick: bool) -> None:
     w = Writer(CorpusSpec(seed=22))
     queries = [w.query() for _ in range(200)]
     clients, sock_per, http_per = (10, 20, 40) if quick else (50, 40, 200)
+    running = int(os.environ.get("BENCH_HTTP_MAX_RUNNING", "4"))  # daemon.http_max_running (default 4)
     d = out / "daemon-http"
     subprocess.run(["rm", "-rf", str(d)], check=True)
     d.mkdir(parents=True)
     config = d / "config.toml"
     config.write_text(
         '[daemon]\nhttp = "127.0.0.1:0"\nhttp_rate_per_minute = 1000000\nhttp_max_concurrent = 64\n'
+        f"http_max_running = {running}\n"
         f'[defaults]\nprovider = "none"\n[agents.main]\nworkspace = "{ws}"\n'
     )
     store = TokenStore(d / "state")
@@ -127,7 +130,9 @@ async def run(out: Path, quick: bool) -> None:
         url = await _wait_url(log_path)
         await _wait_indexed(sock)
         await socket_clients(sock, queries, 5, 5)  # warm-up
+        cpu0 = cpu_seconds(proc.pid)
         alone = await socket_clients(sock, queries, clients, sock_per)
+        cpu_alone = cpu_seconds(proc.pid) - cpu0
         loader = subprocess.Popen(
             [sys.executable, "-m", "bench.http_bench", url, str(http_per)],
             stdin=subprocess.PIPE,
@@ -138,20 +143,24 @@ async def run(out: Path, quick: bool) -> None:
         assert loader.stdout is not None
         loader.stdin.write(json.dumps({"tokens": tokens, "queries": queries}))
         loader.stdin.close()
+        cpu1 = cpu_seconds(proc.pid)
         started = json.loads(await anyio.to_thread.run_sync(loader.stdout.readline))["started"]
         loaded_start = time.time()
         loaded = await socket_clients(sock, queries, clients, sock_per)
         loaded_end = time.time()
         http = json.loads(await anyio.to_thread.run_sync(loader.stdout.readline))
+        cpu_loaded = cpu_seconds(proc.pid) - cpu1
         loader.wait(timeout=60)
     finally:
         proc.terminate()
         proc.wait(timeout=60)
     covered = started <= loaded_start and http["end"] >= loaded_end
+    per_socket = cpu_alone * 1000 / len(alone["lat"])
+    per_http = (cpu_loaded * 1000 - per_socket * len(loaded["lat"])) / max(1, len(http["lat"]))
     p99_alone, p99_loaded = percentile(alone["lat"], 0.99), percentile(loaded["lat"], 0.99)
     table(
         f"Socket search with and without HTTP load ({clients} socket clients x {sock_per}; "
-        f"{clients} HTTP clients x {http_per}; keyword-only, {spec.notes} notes)",
+        f"{clients} HTTP clients x {http_per}; keyword-only, {spec.notes} notes; http_max_running {running})",
         ["socket clients", "searches", "p50 ms", "p99 ms", "errors"],
         [
             ["alone", len(alone["lat"]), percentile(alone["lat"], 0.5), p99_alone, alone["errors"]],
@@ -160,7 +169,16 @@ async def run(out: Path, quick: bool) -> None:
     )
     table(
         "HTTP side and the ratio (target: socket p99 under load <= 1.5x alone, errors 0)",
-        ["HTTP searches", "HTTP p50 ms", "HTTP p99 ms", "HTTP errors", "socket p99 ratio", "load covered window"],
+        [
+            "HTTP searches",
+            "HTTP p50 ms",
+            "HTTP p99 ms",
+            "HTTP errors",
+            "socket p99 ratio",
+            "load covered window",
+            "daemon CPU ms/search: socket",
+            "HTTP",
+        ],
         [
             [
                 len(http["lat"]),
@@ -169,6 +187,8 @@ async def run(out: Path, quick: bool) -> None:
                 http["errors"],
                 p99_loaded / p99_alone if p99_alone else float("nan"),
                 "yes" if covered else "no",
+                per_socket,
+                per_http,
             ]
         ],
     )

@@ -267,6 +267,7 @@ def http_settings(cfg: Config, address: str | None) -> HttpSettings | None:
         allowed_origins=d.http_allowed_origins,
         rate_per_minute=d.http_rate_per_minute,
         max_concurrent=d.http_max_concurrent,
+        max_running=d.http_max_running,
         timeout_s=d.http_timeout_s,
         max_body_bytes=d.max_line_bytes,
     )

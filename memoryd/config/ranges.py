@@ -113,6 +113,7 @@ DAEMON: dict[str, Range] = {
     "max_queued_bytes": at_least(64 * 1024),  # below this one ordinary reply would drop its client
     "http_rate_per_minute": at_least(1),
     "http_max_concurrent": at_least(1),
+    "http_max_running": at_least(1),
     "http_timeout_s": between(0.5, 3600.0),
 }
 

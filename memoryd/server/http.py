@@ -43,6 +43,7 @@ class HttpSettings:
     allowed_origins: tuple[str, ...] = ()
     rate_per_minute: int = 600
     max_concurrent: int = 16
+    max_running: int = 4
     timeout_s: float = 30.0
     max_body_bytes: int = 4 * 1024 * 1024
 
@@ -127,7 +128,7 @@ async def serve_http(
     mcp = McpFace(service, catalog, origins.security(), max_body_bytes=settings.max_body_bytes)
     limits = TokenLimits(settings.rate_per_minute, settings.max_concurrent)
     viewer = Viewer(service, store, limits)
-    app = HttpFace(mcp, viewer, store, origins, limits, timeout_s=settings.timeout_s)
+    app = HttpFace(mcp, viewer, store, origins, limits, timeout_s=settings.timeout_s, max_running=settings.max_running)
     config = uvicorn.Config(
         app,
         lifespan="off",

@@ -157,8 +157,10 @@ class HttpFace:
         limits: TokenLimits,
         *,
         timeout_s: float,
+        max_running: int = 4,
     ) -> None:
         self.mcp = mcp
+        self.running = anyio.CapacityLimiter(max_running)
         self.store = store
         self.origins = origins
         self.limits = limits
@@ -221,7 +223,11 @@ class HttpFace:
             await json_error(send, 429, refused, [(b"retry-after", retry)])
             return
         try:
-            await self.mcp.handle(scope, receive, send, token, agent)
+            if counted:
+                async with self.running:  # every token together: the socket's clients keep the rest
+                    await self.mcp.handle(scope, receive, send, token, agent)
+            else:
+                await self.mcp.handle(scope, receive, send, token, agent)
         finally:
             if counted:
                 self.limits.release(token.id)
