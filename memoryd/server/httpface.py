@@ -34,6 +34,10 @@ from memoryd.server.tokens import TokenRecord, TokenStore
 log = structlog.get_logger(__name__)
 
 MCP_PATH = "/mcp"
+MAX_SESSIONS = 256
+"""Open MCP sessions per (agent, read-only); past it the SDK answers 503 to a new one."""
+SESSION_IDLE_S = 600.0
+"""A session with no request for this long is closed (its id then answers 404)."""
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 
@@ -124,7 +128,11 @@ class McpFace:
             assert self._tg is not None, "McpFace.run is not running"
             server = build_server(self.service, self.tools, AgentBinding(agent, read_only=read_only))
             made = StreamableHTTPSessionManager(
-                server, security_settings=self.security, max_request_body_size=self.max_body_bytes
+                server,
+                security_settings=self.security,
+                max_request_body_size=self.max_body_bytes,
+                max_sessions=MAX_SESSIONS,
+                session_idle_timeout=SESSION_IDLE_S,
             )
             await self._tg.start(_run_manager, made)
             self._managers[key] = made
