@@ -44,7 +44,7 @@ _SECURITY_HEADERS = [
         b"base-uri 'none'",
     ),
     (b"x-frame-options", b"DENY"),
-    (b"referrer-policy", b"no-referrer"),
+    (b"referrer-policy", b"same-origin"),  # no-referrer would make a browser send `Origin: null` on our own forms
 ]
 
 

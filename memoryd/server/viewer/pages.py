@@ -92,7 +92,11 @@ def error(status: int, message: str, csrf: str | None = None) -> str:
 
 
 def _rows(pairs: Iterable[tuple[str, object]]) -> str:
-    return "".join(f"<tr><th>{esc(k)}</th><td>{esc(v)}</td></tr>" for k, v in pairs)
+    return "".join(f"<tr><th>{esc(k)}</th><td>{esc(_shown(v))}</td></tr>" for k, v in pairs)
+
+
+def _shown(value: object) -> object:
+    return ("yes" if value else "no") if isinstance(value, bool) else value
 
 
 def search_form(agent: str, query: str = "", corpus: str = "all") -> str:
