@@ -15,6 +15,7 @@ import os
 import signal
 import socket
 import time
+from collections import deque
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
@@ -31,6 +32,7 @@ from memoryd.index.actor import AgentIndex, ProviderFactory
 from memoryd.index.discover import transcript_event_path
 from memoryd.index.supervisor import Supervisor
 from memoryd.index.watcher import Watcher
+from memoryd.isotime import iso
 from memoryd.runtime.claim import StateClaim, claim_state_dir
 from memoryd.runtime.private import make_private_dirs
 from memoryd.server.http import HttpSettings, serve_http
@@ -40,6 +42,8 @@ from memoryd.service.activation import inherited_unix_listener
 
 log = structlog.get_logger(__name__)
 
+RECENT_WRITES = 20
+"""memory_writes the viewer lists per agent (kept in memory, since the daemon started)."""
 FILES_SHOWN = 5000
 """The viewer lists at most this many of an agent's indexed files."""
 
@@ -50,6 +54,7 @@ class DaemonService:
     def __init__(self, supervisor: Supervisor) -> None:
         self.supervisor = supervisor
         self.started = time.monotonic()
+        self._writes: dict[str, deque[dict[str, object]]] = {}
 
     def agent_ids(self) -> list[str]:
         return self.supervisor.agent_ids()
@@ -122,7 +127,16 @@ class DaemonService:
 
     async def write(self, agent: str, text: str, *, target: WriteTarget, heading: str | None) -> dict[str, object]:
         actor = await self._actor(agent)
-        return (await actor.write(text, target=target, heading=heading)).to_dict()
+        saved = (await actor.write(text, target=target, heading=heading)).to_dict()
+        log = self._writes.setdefault(agent, deque(maxlen=RECENT_WRITES))
+        log.appendleft(
+            {"at": iso(int(time.time() * 1000)), "path": saved.get("path"), "citation": saved.get("citation")}
+        )
+        return saved
+
+    def recent_writes(self, agent: str) -> list[dict[str, object]]:
+        """The agent's latest memory_writes since the daemon started, newest first (the viewer shows them)."""
+        return list(self._writes.get(agent, ()))
 
     async def sync(self, agent: str, *, force: bool, reason: str) -> dict[str, object]:
         actor = await self._actor(agent)

@@ -25,6 +25,7 @@ from mcp.server.transport_security import RequestBodyLimitMiddleware, TransportS
 from starlette.datastructures import Headers
 from starlette.types import Message, Receive, Scope, Send
 
+from memoryd.errors import MemorydError
 from memoryd.server.httplimits import SlowClientError, TokenLimits, deadline_receive
 from memoryd.server.mcp import AgentBinding, build_server
 from memoryd.server.schemas import ToolSchema
@@ -215,7 +216,12 @@ class HttpFace:
             await self._viewer(scope, receive, send)
 
     async def _mcp(self, scope: Scope, receive: Receive, send: Send, named: str) -> None:
-        token = self.authenticate(Headers(scope=scope))
+        try:
+            token = self.authenticate(Headers(scope=scope))
+        except MemorydError as exc:  # the token file is damaged: nobody gets in until it is fixed
+            log.error("http_token_file_unreadable", error=str(exc))  # noqa: TRY400
+            await json_error(send, 503, "the daemon cannot read its token file; see its log")
+            return
         if token is None:
             await json_error(
                 send, 401, "a valid bearer token is required (memoryd token create)", [(b"www-authenticate", b"Bearer")]

@@ -23,6 +23,7 @@ import orjson
 
 from memoryd.errors import ConfigError, MemorydError, NotFoundError
 from memoryd.isotime import iso
+from memoryd.runtime.private import make_private_dirs
 
 TOKENS_FILE = "http-tokens.json"
 PREFIX = "mdt_"
@@ -160,7 +161,7 @@ class TokenStore:
 
     def _save(self, records: list[TokenRecord]) -> None:
         """Write a new file 0600 beside the old one and rename it over: readers see one or the other."""
-        self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        make_private_dirs(self.path.parent)
         temp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
         payload = orjson.dumps({"version": 1, "tokens": [r.to_json() for r in records]}, option=orjson.OPT_INDENT_2)
         fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)

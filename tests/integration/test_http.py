@@ -230,3 +230,12 @@ def test_a_non_loopback_address_is_refused_without_http_insecure(tmp_path: Path)
     plain = serve()
     assert no_tokens.returncode == 1 and "no tokens exist" in no_tokens.stderr
     assert plain.returncode == 1 and "http_insecure" in plain.stderr
+
+
+async def test_a_damaged_token_file_lets_nobody_in(http: Http) -> None:
+    token = http.token("alpha")
+    http.store.path.write_text("{not json")
+    with anyio.fail_after(30):
+        answer = await raw_post(http, "/mcp", token)
+    assert answer.status_code == 503 and "token file" in answer.json()["error"]
+    http.daemon.wait_for_line("http_token_file_unreadable", since_start=True)

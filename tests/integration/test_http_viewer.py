@@ -86,7 +86,9 @@ async def test_the_write_form_needs_its_csrf_token(http: Http) -> None:
             missing = await client.post("/a/alpha/write", data={"text": "Forged entry one."})
             wrong = await client.post("/a/alpha/write", data={"text": "Forged entry two.", "csrf": "x" + csrf[1:]})
             right = await client.post("/a/alpha/write", data={"text": "The viewer saved the hive key.", "csrf": csrf})
+            after = await client.get("/a/alpha")
     assert missing.status_code == wrong.status_code == 403
+    assert "Recent saves" in after.text and re.search(r"memory/20\d\d-\d\d-\d\d\.md#L\d+", after.text)
     assert right.status_code == 200 and "Saved" in right.text
     saved = "".join(p.read_text() for p in (http.daemon.root / "alpha" / "memory").glob("20*.md"))
     assert "The viewer saved the hive key." in saved and "Forged" not in saved

@@ -49,10 +49,12 @@ _SECURITY_HEADERS = [
 
 
 @runtime_checkable
-class FileLister(Protocol):
-    """A service that can list an agent's indexed files (the daemon's does)."""
+class Listings(Protocol):
+    """What the daemon's service adds for the viewer: an agent's indexed files and its latest saves."""
 
     async def list_files(self, agent: str) -> list[dict[str, object]]: ...
+
+    def recent_writes(self, agent: str) -> list[dict[str, object]]: ...
 
 
 @dataclass(slots=True)
@@ -87,7 +89,12 @@ class Viewer:
         if path == "/login":
             await (self._login(scope, receive, send) if method == "POST" else self._page(send, 200, pages.login()))
             return
-        found = self._session(headers)
+        try:
+            found = self._session(headers)
+        except MemorydError as exc:  # the token file is damaged: nobody gets in until it is fixed
+            log.error("viewer_token_file_unreadable", error=str(exc))  # noqa: TRY400
+            await self._page(send, 503, pages.error(503, "the daemon cannot read its token file; see its log"))
+            return
         if found is None:
             await self._redirect(send, "/login")
             return
@@ -184,8 +191,10 @@ class Viewer:
         writable = not token.read_only and self.service.write_enabled(agent)
         if action == "" and method == "GET":
             status = await self.service.status(agent, deep=False)
-            files = await self.service.list_files(agent) if isinstance(self.service, FileLister) else []
-            return pages.agent_home(agent, status, files, csrf, writable=writable)
+            listings = self.service if isinstance(self.service, Listings) else None
+            files = await listings.list_files(agent) if listings else []
+            writes = listings.recent_writes(agent) if listings else []
+            return pages.agent_home(agent, status, files, writes, csrf, writable=writable)
         if action == "search" and method == "GET":
             text = query.get("q", "").strip()
             corpus = query.get("corpus", "all")
@@ -238,8 +247,16 @@ class Viewer:
         return session_id, session, token
 
     async def _login(self, scope: Scope, receive: Receive, send: Send) -> None:
-        form = await _form(receive, scope)
-        token = self.store.verify(form.get("token", "").strip())
+        try:
+            form = await _form(receive, scope)
+            token = self.store.verify(form.get("token", "").strip())
+        except HttpError as exc:
+            await self._page(send, exc.status, pages.login(str(exc)))
+            return
+        except MemorydError as exc:
+            log.error("viewer_token_file_unreadable", error=str(exc))  # noqa: TRY400
+            await self._page(send, 503, pages.error(503, "the daemon cannot read its token file; see its log"))
+            return
         if token is None:
             log.info("viewer_login_refused")
             await self._page(send, 401, pages.login("That token is not valid (wrong, expired or revoked)."))

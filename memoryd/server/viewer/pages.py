@@ -111,7 +111,13 @@ def search_form(agent: str, query: str = "", corpus: str = "all") -> str:
 
 
 def agent_home(
-    agent: str, status: Mapping[str, Any], files: Sequence[Mapping[str, Any]], csrf: str, *, writable: bool
+    agent: str,
+    status: Mapping[str, Any],
+    files: Sequence[Mapping[str, Any]],
+    writes: Sequence[Mapping[str, Any]],
+    csrf: str,
+    *,
+    writable: bool,
 ) -> str:
     last = (status.get("daemon") or {}).get("lastSync") or {}
     embedding = status.get("embedding") or {}
@@ -147,12 +153,22 @@ def agent_home(
         f"<td>{esc(f['source'])}</td><td class=num>{esc(f['size'])}</td></tr>"
         for f in files
     )
+    saves = "".join(
+        f'<tr><td>{esc(w.get("at"))}</td><td><a href="{href(f"/a/{agent}/file", path=w.get("path"))}">'
+        f"{esc(w.get('citation') or w.get('path'))}</a></td></tr>"
+        for w in writes
+    )
+    saves_html = (
+        f"<h2>Recent saves</h2><table class=writes id=writes>{saves}</table>"
+        if saves
+        else "<p class=muted>No memory_write since the daemon started.</p>"
+    )
     body = (
         f"<h1>{esc(agent)}</h1>{search_form(agent)}"
         f"<section><h2>Index</h2><table class=status id=status>{_rows(facts)}</table>{degraded_html}"
         f"{skipped_html}</section>"
         f"<section><h2>Notes and sessions</h2><table class=files><tr><th>path</th><th>source</th><th>bytes</th></tr>"
-        f"{listing}</table></section>" + (write_form(agent, csrf) if writable else "")
+        f"{listing}</table></section><section>{saves_html}</section>" + (write_form(agent, csrf) if writable else "")
     )
     return layout(agent, body, nav=nav(agent, csrf))
 
