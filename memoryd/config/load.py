@@ -90,7 +90,8 @@ class DaemonSettings:
     """HTTP requests running at once across every token; more wait their turn, so the socket's clients keep
     the rest of the daemon."""
     http_timeout_s: float = 30.0
-    """A request whose body has not fully arrived this long after it started gets 408 (slow clients)."""
+    """A request whose body has not fully arrived this long after it started gets 408, and a connection that
+    has sent no whole request for this long is closed (slow clients)."""
 
 
 @dataclass(frozen=True, slots=True)

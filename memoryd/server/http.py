@@ -109,6 +109,30 @@ def _bind(host: str, port: int) -> socket.socket:
     return sock
 
 
+async def _close_slow_headers(server: uvicorn.Server, timeout_s: float) -> None:
+    """Close connections that have sent no whole request for `timeout_s`: uvicorn waits for headers forever,
+    so a client dribbling them (slowloris) would hold a connection, and enough of them the whole face."""
+    waiting: dict[object, float] = {}
+    while True:
+        await anyio.sleep(min(1.0, timeout_s / 2))  # a watchdog's period, not a wait for an event
+        now = anyio.current_time()
+        live = set(server.server_state.connections)
+        for conn in live:
+            cycle = getattr(conn, "cycle", None)
+            if cycle is not None and not cycle.response_complete:
+                waiting.pop(conn, None)  # a request is being served: the body deadline (408) covers it
+                continue
+            since = waiting.setdefault(conn, now)
+            if now - since >= timeout_s:
+                transport = getattr(conn, "transport", None)
+                if transport is not None:
+                    log.info("http_slow_client_closed", waited_s=round(now - since, 1))
+                    transport.close()
+                waiting.pop(conn, None)
+        for gone in set(waiting) - live:
+            waiting.pop(gone, None)
+
+
 async def serve_http(
     service: MemoryService,
     settings: HttpSettings,
@@ -146,6 +170,7 @@ async def serve_http(
     try:
         async with anyio.create_task_group() as tg:
             await tg.start(mcp.run)
+            tg.start_soon(_close_slow_headers, server, settings.timeout_s)
             if not is_loopback(host):
                 log.warning("http_insecure: plain HTTP on a non-loopback address", url=url)
             log.info("http listening", url=url, viewer=f"http://{shown}:{port}/", tokens=len(store.records()))

@@ -239,3 +239,15 @@ async def test_a_damaged_token_file_lets_nobody_in(http: Http) -> None:
         answer = await raw_post(http, "/mcp", token)
     assert answer.status_code == 503 and "token file" in answer.json()["error"]
     http.daemon.wait_for_line("http_token_file_unreadable", since_start=True)
+
+
+async def test_a_client_dribbling_its_headers_is_closed(http: Http) -> None:
+    host, port = http.base.removeprefix("http://").rsplit(":", 1)
+
+    def dribble() -> bytes:
+        with socket.create_connection((host, int(port)), timeout=20) as s:
+            s.sendall(f"POST /mcp HTTP/1.1\r\nHost: {host}:{port}\r\nX-Slow: ".encode())
+            return s.recv(4096)  # b"" once the daemon closes it (a timeout here fails the test)
+
+    assert await anyio.to_thread.run_sync(dribble) == b""
+    http.daemon.wait_for_line("http_slow_client_closed", since_start=True)
