@@ -115,11 +115,15 @@ async def test_other_agents_traversal_and_foreign_origins_are_refused(http: Http
             up = await client.get("/a/alpha/file", params={"path": "../beta/MEMORY.md"})
             absolute = await client.get("/a/alpha/file", params={"path": "/etc/passwd"})
             static = await client.get("/static/viewer.py")
+            negative = await client.get("/a/alpha/file", params={"path": "MEMORY.md", "from": "-3"})
+            unknown = await client.get("/a/alpha/search", params={"q": "bees", "corpus": "everything"})
             foreign = await client.post("/login", data={"token": token}, headers={"Origin": "https://evil.example"})
     assert beta.status_code == ghost.status_code == 403 and beta.text == ghost.text
     assert up.status_code == absolute.status_code == 403
     assert "chili" not in up.text and "root:" not in absolute.text
     assert static.status_code == 404
+    assert negative.status_code == unknown.status_code == 400  # the tools' own schemas check the viewer's values
+    assert "from" in negative.text and "corpus" in unknown.text
     assert foreign.status_code == 403 and "set-cookie" not in foreign.headers
     for raw in ("/a/alpha/../../../etc/passwd", "/static/../../../../etc/passwd", "/a/alpha/file/../../beta"):
         assert await raw_status(http, raw) in (403, 404), raw

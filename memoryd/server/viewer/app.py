@@ -14,9 +14,10 @@ from __future__ import annotations
 import re
 import secrets
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from importlib import resources
-from typing import Protocol, cast, runtime_checkable
+from typing import Any, Protocol, cast, runtime_checkable
 from urllib.parse import parse_qs
 
 import structlog
@@ -26,6 +27,7 @@ from starlette.types import Receive, Scope, Send
 from memoryd.errors import AccessDeniedError, MemorydError, NotFoundError, WriteRefusedError, first_error
 from memoryd.server.httpface import respond
 from memoryd.server.httplimits import SlowClientError, TokenLimits
+from memoryd.server.schemas import ToolSchema, validate_arguments
 from memoryd.server.service import Corpus, MemoryService, WriteTarget
 from memoryd.server.tokens import TokenRecord, TokenStore
 from memoryd.server.viewer import pages
@@ -73,8 +75,11 @@ class HttpError(MemorydError):
 
 
 class Viewer:
-    def __init__(self, service: MemoryService, store: TokenStore, limits: TokenLimits) -> None:
+    def __init__(
+        self, service: MemoryService, store: TokenStore, limits: TokenLimits, tools: Sequence[ToolSchema]
+    ) -> None:
         self.service = service
+        self.tools = {tool.name: tool for tool in tools}
         self.store = store
         self.limits = limits
         self._sessions: dict[str, _Session] = {}
@@ -197,37 +202,36 @@ class Viewer:
             return pages.agent_home(agent, status, files, writes, csrf, writable=writable)
         if action == "search" and method == "GET":
             text = query.get("q", "").strip()
-            corpus = query.get("corpus", "all")
-            if corpus not in ("all", "memory", "sessions"):
-                raise HttpError(400, "corpus is all, memory or sessions")
             if not text:
                 raise HttpError(400, "type something to search for")
+            args = self._arguments("memory_search", {"query": text[:2000], "corpus": query.get("corpus", "all")})
+            corpus = cast(Corpus, args["corpus"])
             reply = await self.service.search(
-                agent, text[:2000], max_results=None, min_score=None, corpus=cast(Corpus, corpus), wait_fresh_ms=None
+                agent, args["query"], max_results=None, min_score=None, corpus=corpus, wait_fresh_ms=None
             )
             return pages.results(agent, text, corpus, reply, csrf)
         if action == "file" and method == "GET":
             at = _int(query.get("at"))
-            start = _int(query.get("from"))
-            reply = await self.service.get(
-                agent, query.get("path", ""), from_line=start, lines=_int(query.get("lines"))
-            )
+            raw = {"path": query.get("path", ""), "from": _int(query.get("from")), "lines": _int(query.get("lines"))}
+            args = self._arguments("memory_get", {k: v for k, v in raw.items() if v is not None})
+            reply = await self.service.get(agent, args["path"], from_line=args.get("from"), lines=args.get("lines"))
             return pages.file_view(agent, reply, query.get("q", ""), at, csrf)
         if action == "write" and method == "POST":
             form = await _form(receive, scope)
             self._check_csrf(form, session)
             if not writable:
                 raise HttpError(403, "this token is read-only (or the agent has memory_write turned off)")
-            target = form.get("target", "daily")
-            if target not in ("daily", "long-term"):
-                raise HttpError(400, "target is daily or long-term")
-            heading = form.get("heading") or None
-            reply = await self.service.write(
-                agent, form.get("text", ""), target=cast(WriteTarget, target), heading=heading
-            )
+            raw = {"text": form.get("text", ""), "target": form.get("target", "daily"), "heading": form.get("heading")}
+            args = self._arguments("memory_write", {k: v for k, v in raw.items() if v})
+            target = cast(WriteTarget, args["target"])
+            reply = await self.service.write(agent, args["text"], target=target, heading=args.get("heading"))
             log.info("viewer_write", agent=agent, token=token.id, path=reply.get("path"))
             return pages.saved(agent, reply, csrf)
         raise HttpError(405 if action in ("", "search", "file", "write") else 404, "no such page")
+
+    def _arguments(self, tool: str, raw: dict[str, object]) -> dict[str, Any]:
+        """The form's values checked by the tool's own input schema, as a tool call's are (defaults filled)."""
+        return validate_arguments(self.tools[tool], raw)
 
     # ------------------------------------------------------------------ sessions
 
@@ -272,7 +276,7 @@ class Viewer:
 
     @staticmethod
     def _check_csrf(form: dict[str, str], session: _Session) -> None:
-        if not secrets.compare_digest(form.get("csrf", ""), session.csrf):
+        if not secrets.compare_digest(form.get("csrf", "").encode(), session.csrf.encode()):
             raise HttpError(403, "the form's CSRF token is missing or wrong; reload the page and try again")
 
     # ------------------------------------------------------------------ answers
