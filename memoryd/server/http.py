@@ -161,7 +161,7 @@ async def serve_http(
         server_header=False,
         timeout_keep_alive=5,
         timeout_graceful_shutdown=2,
-        limit_concurrency=max(64, settings.max_concurrent * 8),
+        limit_concurrency=512,  # connections and requests at once before uvicorn answers 503 to anyone
         h11_max_incomplete_event_size=64 * 1024,
     )
     server = _QuietServer(config)
