@@ -1,12 +1,13 @@
 """The HTTP face's ASGI app: checks every request, then MCP at `/mcp[/<agent>]` or the viewer elsewhere.
 
 In order, for every request: the Host and Origin headers (DNS rebinding: a page on another site cannot
-drive this server through the user's browser; 421 / 403), the body size (`daemon.max_line_bytes`, as
-on the socket; 413), then for MCP the bearer token (401 without a valid one; 403 for an agent the
-token is not bound to — the same answer whether that agent exists or not), then the token's limits
-(429). MCP requests go to the SDK's StreamableHTTPSessionManager of (agent, read-only): one per pair,
-each serving the Server `memoryd.server.mcp.build_server` builds for the socket, on the same service
-and actors. A session belongs to the token that opened it (the SDK answers 404 to any other token).
+drive this server through the user's browser; 421 / 403), then for MCP the bearer token (401 without a
+valid one; 403 for an agent the token is not bound to — the same answer whether that agent exists or
+not), then the token's limits (429), and only then the body, bounded by `daemon.max_line_bytes` as on
+the socket (413, the SDK's check): a client without a token never gets a byte of its body buffered.
+MCP requests go to the SDK's StreamableHTTPSessionManager of (agent, read-only): one per pair, each
+serving the Server `memoryd.server.mcp.build_server` builds for the socket, on the same service and
+actors. A session belongs to the token that opened it (the SDK answers 404 to any other token).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from anyio.abc import TaskGroup, TaskStatus
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from mcp.server.auth.provider import AccessToken
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
-from mcp.server.transport_security import RequestBodyLimitMiddleware, TransportSecuritySettings
+from mcp.server.transport_security import TransportSecuritySettings
 from starlette.datastructures import Headers
 from starlette.types import Message, Receive, Scope, Send
 
@@ -175,7 +176,6 @@ class HttpFace:
         self.origins = origins
         self.limits = limits
         self.timeout_s = timeout_s
-        self._checked = RequestBodyLimitMiddleware(self._route, mcp.max_body_bytes)
         self._viewer = viewer
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -195,7 +195,7 @@ class HttpFace:
             await send(message)
 
         try:
-            await self._checked(scope, deadline_receive(receive, self.timeout_s), tracked)
+            await self._route(scope, deadline_receive(receive, self.timeout_s), tracked)
         except SlowClientError as exc:
             log.info("http_slow_client", path=scope.get("path"), error=str(exc))
             if not started:

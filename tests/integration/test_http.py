@@ -191,7 +191,9 @@ async def test_an_oversized_body_is_413(http: Http) -> None:
     token = http.token("alpha")
     with anyio.fail_after(30):
         big = await raw_post(http, "/mcp", token, body=b"[" + b" " * 70_000 + b"]")
+        anonymous = await raw_post(http, "/mcp", None, body=b"[" + b" " * 70_000 + b"]")
     assert big.status_code == 413
+    assert anonymous.status_code == 401  # refused on its headers: no body is read for a client without a token
 
 
 async def test_a_slow_body_is_408(http: Http) -> None:

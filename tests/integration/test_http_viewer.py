@@ -117,11 +117,13 @@ async def test_other_agents_traversal_and_foreign_origins_are_refused(http: Http
             static = await client.get("/static/viewer.py")
             negative = await client.get("/a/alpha/file", params={"path": "MEMORY.md", "from": "-3"})
             unknown = await client.get("/a/alpha/search", params={"q": "bees", "corpus": "everything"})
+            huge_login = await client.post("/login", data={"token": "x" * 10_000})
             foreign = await client.post("/login", data={"token": token}, headers={"Origin": "https://evil.example"})
     assert beta.status_code == ghost.status_code == 403 and beta.text == ghost.text
     assert up.status_code == absolute.status_code == 403
     assert "chili" not in up.text and "root:" not in absolute.text
     assert static.status_code == 404
+    assert huge_login.status_code == 413
     assert negative.status_code == unknown.status_code == 400  # the tools' own schemas check the viewer's values
     assert "from" in negative.text and "corpus" in unknown.text
     assert foreign.status_code == 403 and "set-cookie" not in foreign.headers

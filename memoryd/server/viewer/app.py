@@ -38,6 +38,8 @@ COOKIE = "memoryd_session"
 SESSION_SECONDS = 12 * 3600
 MAX_SESSIONS = 1000
 STATIC = ("viewer.css",)
+LOGIN_BYTES = 4096
+"""A login form holds one token: anything larger is refused before it is read (nobody is logged in yet)."""
 _AGENT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 _SECURITY_HEADERS = [
     (
@@ -76,9 +78,16 @@ class HttpError(MemorydError):
 
 class Viewer:
     def __init__(
-        self, service: MemoryService, store: TokenStore, limits: TokenLimits, tools: Sequence[ToolSchema]
+        self,
+        service: MemoryService,
+        store: TokenStore,
+        limits: TokenLimits,
+        tools: Sequence[ToolSchema],
+        *,
+        max_body_bytes: int,
     ) -> None:
         self.service = service
+        self.max_body_bytes = max_body_bytes
         self.tools = {tool.name: tool for tool in tools}
         self.store = store
         self.limits = limits
@@ -138,7 +147,7 @@ class Viewer:
     ) -> None:
         csrf = session.csrf
         if path == "/logout" and method == "POST":
-            self._check_csrf(await _form(receive, scope), session)
+            self._check_csrf(await _form(receive, scope, self.max_body_bytes), session)
             self._sessions.pop(session_id, None)
             await self._redirect(send, "/login", cookie=f"{COOKIE}=; Max-Age=0; Path=/; HttpOnly; SameSite=Strict")
             return
@@ -217,7 +226,7 @@ class Viewer:
             reply = await self.service.get(agent, args["path"], from_line=args.get("from"), lines=args.get("lines"))
             return pages.file_view(agent, reply, query.get("q", ""), at, csrf)
         if action == "write" and method == "POST":
-            form = await _form(receive, scope)
+            form = await _form(receive, scope, self.max_body_bytes)
             self._check_csrf(form, session)
             if not writable:
                 raise HttpError(403, "this token is read-only (or the agent has memory_write turned off)")
@@ -252,7 +261,7 @@ class Viewer:
 
     async def _login(self, scope: Scope, receive: Receive, send: Send) -> None:
         try:
-            form = await _form(receive, scope)
+            form = await _form(receive, scope, LOGIN_BYTES)
             token = self.store.verify(form.get("token", "").strip())
         except HttpError as exc:
             await self._page(send, exc.status, pages.login(str(exc)))
@@ -298,17 +307,22 @@ class Viewer:
         await respond(send, 200, data, content_type="text/css; charset=utf-8", headers=_SECURITY_HEADERS)
 
 
-async def _form(receive: Receive, scope: Scope) -> dict[str, str]:
-    """A urlencoded form body (already bounded by the app's body limit)."""
-    content_type = Headers(scope=scope).get("content-type", "")
-    if not content_type.startswith("application/x-www-form-urlencoded"):
+async def _form(receive: Receive, scope: Scope, limit: int) -> dict[str, str]:
+    """A urlencoded form body of at most `limit` bytes (413 past it, before reading what is declared)."""
+    headers = Headers(scope=scope)
+    if not headers.get("content-type", "").startswith("application/x-www-form-urlencoded"):
         raise HttpError(415, "forms are sent as application/x-www-form-urlencoded")
+    declared = headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > limit:
+        raise HttpError(413, f"the form is larger than {limit} bytes")
     body = bytearray()
     while True:
         message = await receive()
         if message["type"] != "http.request":
             break
         body.extend(message.get("body", b""))
+        if len(body) > limit:
+            raise HttpError(413, f"the form is larger than {limit} bytes")
         if not message.get("more_body", False):
             break
     try:
