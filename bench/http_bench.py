@@ -108,7 +108,7 @@ async def run(out: Path, quick: bool) -> None:
     w = Writer(CorpusSpec(seed=22))
     queries = [w.query() for _ in range(200)]
     clients, sock_per, http_per = (10, 20, 40) if quick else (50, 40, 200)
-    running = int(os.environ.get("BENCH_HTTP_MAX_RUNNING", "4"))  # daemon.http_max_running (default 4)
+    running = int(os.environ.get("BENCH_HTTP_MAX_RUNNING", "2"))  # daemon.http_max_running (default 2)
     d = out / "daemon-http"
     subprocess.run(["rm", "-rf", str(d)], check=True)
     d.mkdir(parents=True)

@@ -86,7 +86,7 @@ class DaemonSettings:
     """Requests one token may make per minute (a burst of a tenth of it at once); past it: 429."""
     http_max_concurrent: int = 16
     """Requests one token may have running at once (open event streams aside); past it: 429."""
-    http_max_running: int = 4
+    http_max_running: int = 2
     """HTTP requests running at once across every token; more wait their turn, so the socket's clients keep
     the rest of the daemon."""
     http_timeout_s: float = 30.0

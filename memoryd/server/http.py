@@ -43,7 +43,7 @@ class HttpSettings:
     allowed_origins: tuple[str, ...] = ()
     rate_per_minute: int = 600
     max_concurrent: int = 16
-    max_running: int = 4
+    max_running: int = 2
     timeout_s: float = 30.0
     max_body_bytes: int = 4 * 1024 * 1024
 

@@ -168,7 +168,7 @@ class HttpFace:
         limits: TokenLimits,
         *,
         timeout_s: float,
-        max_running: int = 4,
+        max_running: int = 2,
     ) -> None:
         self.mcp = mcp
         self.running = anyio.CapacityLimiter(max_running)
