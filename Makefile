@@ -8,7 +8,7 @@ DEV_STAMP := $(VENV)/.dev
 
 QMD_BIN := .qmd/node_modules/.bin/qmd
 
-.PHONY: install run test lint typecheck pytest bench stress clean test-qmd inspector
+.PHONY: install run test lint typecheck pytest bench stress clean test-qmd inspector browser
 
 $(RUNTIME_STAMP): pyproject.toml Makefile scripts/install-venv.sh
 	@bash scripts/install-venv.sh runtime $(VENV) $(PY)
@@ -40,8 +40,14 @@ inspector:
 	@bash scripts/install-inspector.sh >/dev/null || \
 	  echo "make inspector: the MCP Inspector could not be installed; tests/acceptance skips its checks" >&2
 
+# Debian's chromium for the viewer's browser test; where apt-get cannot install it, make test says so and
+# tests/integration/test_http_browser.py skips, saying why.
+browser:
+	@bash scripts/install-chromium.sh >/dev/null || \
+	  echo "make browser: chromium could not be installed; the viewer's browser test skips" >&2
+
 # QMD=1 make test also installs QMD locally (.qmd/) and runs the tests against the real CLI.
-pytest: $(DEV_STAMP) inspector $(if $(filter 1,$(QMD)),$(QMD_BIN))
+pytest: $(DEV_STAMP) inspector browser $(if $(filter 1,$(QMD)),$(QMD_BIN))
 	$(BIN)/python -m pytest -q -m "not slow"
 
 test-qmd: $(DEV_STAMP) $(QMD_BIN)

@@ -13,6 +13,7 @@ from bench import (
     embed_bench,
     fresh_bench,
     hooks_bench,
+    http_bench,
     index_bench,
     redact_bench,
     retain_bench,
@@ -23,7 +24,20 @@ from bench import (
 from bench.corpus import CorpusSpec
 from memoryd import logging as logs
 
-SECTIONS = ("index", "search", "embed", "daemon", "fresh", "write", "redact", "cli", "transcripts", "retain", "hooks")
+SECTIONS = (
+    "index",
+    "search",
+    "embed",
+    "daemon",
+    "fresh",
+    "write",
+    "redact",
+    "cli",
+    "transcripts",
+    "retain",
+    "hooks",
+    "http",
+)
 
 
 def main() -> int:
@@ -60,6 +74,8 @@ def main() -> int:
             retain_bench.main(args.out, args.quick)
         elif section == "hooks":
             hooks_bench.main(args.out, args.quick)
+        elif section == "http":
+            http_bench.main(args.out, args.quick)
     return 0
 
 

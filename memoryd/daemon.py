@@ -16,6 +16,7 @@ import os
 import signal
 import socket
 import time
+from collections import deque
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
@@ -32,14 +33,21 @@ from memoryd.index.discover import transcript_event_path
 from memoryd.index.forget import Forget, parse_when
 from memoryd.index.supervisor import Supervisor
 from memoryd.index.watcher import Watcher
+from memoryd.isotime import iso
 from memoryd.reloading import Reloader
 from memoryd.runtime.claim import StateClaim, claim_state_dir
 from memoryd.runtime.private import make_private_dirs
+from memoryd.server.http import HttpSettings, serve_http
 from memoryd.server.service import Corpus, WriteTarget
 from memoryd.server.unix import serve_unix
 from memoryd.service.activation import inherited_unix_listener
 
 log = structlog.get_logger(__name__)
+
+RECENT_WRITES = 20
+"""memory_writes the viewer lists per agent (kept in memory, since the daemon started)."""
+FILES_SHOWN = 5000
+"""The viewer lists at most this many of an agent's indexed files."""
 
 
 class DaemonService:
@@ -49,6 +57,7 @@ class DaemonService:
         self.supervisor = supervisor
         self.started = time.monotonic()
         self.reloader: Reloader | None = None
+        self._writes: dict[str, deque[dict[str, object]]] = {}
 
     async def reload(self, reason: str) -> dict[str, object]:
         if self.reloader is None:
@@ -107,12 +116,35 @@ class DaemonService:
         }
         return st
 
+    async def list_files(self, agent: str) -> list[dict[str, object]]:
+        """The agent's indexed files (the viewer's listing; each is then read through memory_get)."""
+        actor = await self._actor(agent)
+        readers = actor.engine.database.readers
+
+        def read() -> list[dict[str, object]]:
+            with readers.reader() as (conn, _vec):
+                rows = conn.execute(
+                    "SELECT source, path, size FROM files ORDER BY source, path LIMIT ?", (FILES_SHOWN,)
+                )
+                return [{"source": source, "path": path, "size": size} for source, path, size in rows]
+
+        return await anyio.to_thread.run_sync(read)
+
     def write_enabled(self, agent: str) -> bool:
         return self.supervisor.cfg.agent(agent).settings.tools.write
 
     async def write(self, agent: str, text: str, *, target: WriteTarget, heading: str | None) -> dict[str, object]:
         actor = await self._actor(agent)
-        return (await actor.write(text, target=target, heading=heading)).to_dict()
+        saved = (await actor.write(text, target=target, heading=heading)).to_dict()
+        log = self._writes.setdefault(agent, deque(maxlen=RECENT_WRITES))
+        log.appendleft(
+            {"at": iso(int(time.time() * 1000)), "path": saved.get("path"), "citation": saved.get("citation")}
+        )
+        return saved
+
+    def recent_writes(self, agent: str) -> list[dict[str, object]]:
+        """The agent's latest memory_writes since the daemon started, newest first (the viewer shows them)."""
+        return list(self._writes.get(agent, ()))
 
     async def sync(self, agent: str, *, force: bool, reason: str) -> dict[str, object]:
         actor = await self._actor(agent)
@@ -158,6 +190,7 @@ async def serve(
     provider_factory: ProviderFactory | None = None,
     listener: socket.socket | None = None,
     claim: StateClaim | None = None,
+    http: str | None = None,
     task_status: TaskStatus[Path] = anyio.TASK_STATUS_IGNORED,
 ) -> None:
     """Run the daemon until SIGTERM/SIGINT (or cancellation); `listener` is systemd's socket, if any.
@@ -191,6 +224,7 @@ async def serve(
                 listener=listener,
                 claim=held,
                 log_file=cfg.daemon.log_file or None,
+                http=http_settings(cfg, http),
             )
             task_status.started(path)
     finally:
@@ -214,6 +248,7 @@ async def _run_services(
     listener: socket.socket | None,
     claim: StateClaim,
     log_file: str | None,
+    http: HttpSettings | None = None,
 ) -> None:
     """Start everything in order: socket first (recorded at once, so clients find it), then agents,
     then the watcher."""
@@ -233,7 +268,28 @@ async def _run_services(
     await tg.start(supervisor.run)
     await tg.start(watcher.run)
     await tg.start(reloader.watch)
+    if http is not None:
+        await tg.start(functools.partial(serve_http, service, http, supervisor.cfg.state_dir))
     log.info("memoryd ready", socket=str(path), agents=supervisor.agent_ids())
+
+
+def http_settings(cfg: Config, address: str | None) -> HttpSettings | None:
+    """The HTTP face's settings: `--http` wins over `daemon.http`; None when neither names an address."""
+    d = cfg.daemon
+    chosen = address or d.http
+    if not chosen:
+        return None
+    return HttpSettings(
+        address=chosen,
+        insecure=d.http_insecure,
+        allowed_hosts=d.http_allowed_hosts,
+        allowed_origins=d.http_allowed_origins,
+        rate_per_minute=d.http_rate_per_minute,
+        max_concurrent=d.http_max_concurrent,
+        max_running=d.http_max_running,
+        timeout_s=d.http_timeout_s,
+        max_body_bytes=d.max_line_bytes,
+    )
 
 
 def prepare_workspaces(cfg: Config) -> None:
@@ -258,7 +314,12 @@ def prepare_workspaces(cfg: Config) -> None:
 
 
 def run(
-    cfg: Config, *, config_path: Path | None = None, socket_path: Path | None = None, claim: StateClaim | None = None
+    cfg: Config,
+    *,
+    config_path: Path | None = None,
+    socket_path: Path | None = None,
+    claim: StateClaim | None = None,
+    http: str | None = None,
 ) -> int:
     """Blocking entry point for the CLI; adopts the listening socket systemd passed, if it passed one.
 
@@ -271,7 +332,11 @@ def run(
     try:
         prepare_workspaces(cfg)
         listener = inherited_unix_listener()
-        anyio.run(lambda: serve(cfg, config_path=config_path, socket_path=socket_path, listener=listener, claim=claim))
+        anyio.run(
+            lambda: serve(
+                cfg, config_path=config_path, socket_path=socket_path, listener=listener, claim=claim, http=http
+            )
+        )
     except (MemorydError, BaseExceptionGroup) as exc:
         inner = first_error(exc)
         if not isinstance(inner, MemorydError):

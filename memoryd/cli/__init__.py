@@ -59,6 +59,7 @@ COMMANDS: dict[str, Command] = {
     "forget": Command("forget:run", logs_first=False),
     "status": Command("status:run", logs_first=False),
     "config": Command("config_show:run"),
+    "token": Command("token:run"),
     "install-service": Command("service:install"),
     "uninstall-service": Command("service:uninstall"),
     "model": Command("model:pull"),

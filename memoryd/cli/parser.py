@@ -103,6 +103,9 @@ def build_parser(*, with_eval: bool = True) -> argparse.ArgumentParser:
 
     p = sub.add_parser("serve", parents=[common], help="run the daemon in the foreground (for systemd/launchd)")
     p.add_argument("--log-format", choices=["console", "json"], help="log format (default from config: console)")
+    p.add_argument(
+        "--http", metavar="HOST:PORT", help="also serve MCP over Streamable HTTP and the viewer (default: daemon.http)"
+    )
 
     p = sub.add_parser("mcp", parents=[common], help="MCP over stdio for Claude and other clients (via the daemon)")
     p.add_argument("--standalone", action="store_true", help="serve in this process instead of through the daemon")
@@ -185,6 +188,13 @@ def build_parser(*, with_eval: bool = True) -> argparse.ArgumentParser:
 
     p = sub.add_parser("model", parents=[common], help="the local embedding model")
     p.add_argument("action", choices=["pull"], help="pull: locate or download (and prepare) the model now")
+
+    p = sub.add_parser("token", parents=[common], help="bearer tokens of the HTTP face: create, list, revoke")
+    p.add_argument("action", choices=["create", "list", "revoke"], help="create (--agent ID[,ID]), list, revoke ID")
+    p.add_argument("id", nargs="?", help="revoke: the token's id (from token list)")
+    p.add_argument("--read-only", action="store_true", help="create: no memory_write with this token")
+    p.add_argument("--expires", metavar="DURATION", help="create: valid for 30m, 12h, 7d, 2w… (default: no expiry)")
+    p.add_argument("--json", action="store_true", help="print JSON")
 
     p = sub.add_parser("config", parents=[common], help="inspect configuration")
     p.add_argument("action", choices=["show"], help="show: print the effective config")

@@ -36,4 +36,4 @@ def serve(args: argparse.Namespace, cfg: Config, out: TextIO) -> int:
         return EXIT_ALREADY_RUNNING
     from memoryd import daemon  # the heavy part, only once this process is the state directory's daemon
 
-    return daemon.run(cfg, config_path=args.config, socket_path=args.socket, claim=claim)
+    return daemon.run(cfg, config_path=args.config, socket_path=args.socket, claim=claim, http=args.http)

@@ -77,6 +77,24 @@ class DaemonSettings:
     """Clients served at once; 0: the descriptor limit less a reserve (a quarter of it, at least 64)."""
     max_queued_bytes: int = 32 * 1024 * 1024
     """Replies one client has not read yet; past this it is dropped (memoryd.server.backpressure)."""
+    http: str = ""
+    """`HOST:PORT` of the Streamable HTTP face and viewer (memoryd.server.http); empty: off."""
+    http_insecure: bool = False
+    """Allow plain HTTP on a non-loopback address (else refused: put a TLS reverse proxy in front)."""
+    http_allowed_hosts: tuple[str, ...] = ()
+    """Host headers accepted besides the bound address (a reverse proxy's public name): DNS rebinding."""
+    http_allowed_origins: tuple[str, ...] = ()
+    """Origins accepted besides the bound address's own (`https://memory.example.com`)."""
+    http_rate_per_minute: int = 600
+    """Requests one token may make per minute (a burst of a tenth of it at once); past it: 429."""
+    http_max_concurrent: int = 16
+    """Requests one token may have running at once (open event streams aside); past it: 429."""
+    http_max_running: int = 2
+    """HTTP requests running at once across every token; more wait their turn, so the socket's clients keep
+    the rest of the daemon."""
+    http_timeout_s: float = 30.0
+    """A request whose body has not fully arrived this long after it started gets 408, and a connection that
+    has sent no whole request for this long is closed (slow clients)."""
 
 
 @dataclass(frozen=True, slots=True)

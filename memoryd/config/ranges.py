@@ -112,6 +112,10 @@ DAEMON: dict[str, Range] = {
     "max_line_bytes": between(1024, 64 * 1024 * 1024),  # must hold a request; memoryd's clients read up to 64 MiB
     "max_connections": at_least(0),  # 0 = the descriptor limit less a reserve
     "max_queued_bytes": at_least(64 * 1024),  # below this one ordinary reply would drop its client
+    "http_rate_per_minute": at_least(1),
+    "http_max_concurrent": at_least(1),
+    "http_max_running": at_least(1),
+    "http_timeout_s": between(0.5, 3600.0),
 }
 
 

@@ -70,9 +70,13 @@ McpServer = Server[dict[str, Any]]
 
 @dataclass(frozen=True, slots=True)
 class AgentBinding:
-    """The agent a connection speaks for; None means "the daemon's only agent", resolved per call."""
+    """The agent a connection speaks for; None means "the daemon's only agent", resolved per call.
+
+    `read_only` (an HTTP token without write access) hides memory_write and refuses a call to it.
+    """
 
     agent: str | None = None
+    read_only: bool = False
 
     def resolve(self, service: MemoryService) -> str:
         if self.agent is not None:
@@ -133,7 +137,10 @@ def build_server(service: MemoryService, tools: Sequence[ToolSchema], binding: A
     described = [(tool.name, _describe(tool)) for tool in tools]
 
     def write_listed() -> bool:
-        """memory_write is listed unless the agent turned it off (`tools.write = false`)."""
+        """memory_write is listed unless the agent turned it off (`tools.write = false`) or the binding is
+        read-only."""
+        if binding.read_only:
+            return False
         try:
             return service.write_enabled(binding.resolve(service))
         except MemorydError:
@@ -149,6 +156,9 @@ def build_server(service: MemoryService, tools: Sequence[ToolSchema], binding: A
         tool = by_name.get(params.name)
         if tool is None:
             raise MCPError(INVALID_PARAMS, f"unknown tool {params.name!r}; this server has: {', '.join(by_name)}")
+        if binding.read_only and tool.name == WRITE_TOOL:
+            log.info("tool_refused", tool=tool.name, reason="read-only token")
+            return _tool_error("this connection's token is read-only: memory_write is not allowed")
         try:
             arguments = validate_arguments(tool, params.arguments)
             agent = binding.resolve(service)
