@@ -26,8 +26,9 @@ from memoryd.eval.harness import (
     EvalReport,
     Mode,
     agent_config,
-    ask,
     ask_ranking,
+    injected_spans,
+    search_served,
 )
 from memoryd.index.engine import IndexEngine
 
@@ -49,6 +50,8 @@ class Answer:
     source: str
     empty: bool
     ranking: Asked
+    quiet: bool = True
+    """The prompt hook's block for it would be empty (`harness.injected_spans`)."""
 
 
 def other_questions(sets: Sequence[EvalSet], name: str, limit: int = LIMIT) -> tuple[Probe, ...]:
@@ -84,9 +87,9 @@ async def ask_other_sets(
         try:
             await engine.sync("eval")
             for p in probes:
-                served = await ask(engine.searcher, mode, p.question, None)
+                answer = await search_served(engine.searcher, mode, p.question)
                 ranking = await ask_ranking(engine.searcher, mode, p.question)
-                answers.append(Answer(p.source, not served, ranking.asked()))
+                answers.append(Answer(p.source, not answer.results, ranking.asked(), not injected_spans(answer)))
         finally:
             await engine.aclose()
     return answers
@@ -97,8 +100,8 @@ def tally(answers: Sequence[Answer]) -> Abstention:
     by_set: dict[str, Abstention] = {}
     for source in dict.fromkeys(a.source for a in answers):
         mine = [a for a in answers if a.source == source]
-        by_set[source] = Abstention(len(mine), sum(a.empty for a in mine))
-    return Abstention(len(answers), sum(a.empty for a in answers), by_set)
+        by_set[source] = Abstention(len(mine), sum(a.empty for a in mine), quiet=sum(a.quiet for a in mine))
+    return Abstention(len(answers), sum(a.empty for a in answers), by_set, quiet=sum(a.quiet for a in answers))
 
 
 def with_answers(report: EvalReport, answers: Sequence[Answer]) -> EvalReport:

@@ -232,6 +232,10 @@ def _hook_line(report: EvalReport) -> str | None:
     if a is not None and a.quiet is not None and a.asked:
         quiet, no_matches = _pct(a.quiet / a.asked), _pct(a.rate)
         line += f"; nothing injected for {quiet} of another index's questions ('No matches.' {no_matches})"
+    o = report.other_sets
+    if o is not None and o.quiet is not None and o.asked:
+        quiet, no_matches = _pct(o.quiet / o.asked), _pct(o.rate)
+        line += f", for {quiet} of the other sets' ('No matches.' {no_matches})"
     return line
 
 

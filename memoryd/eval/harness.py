@@ -273,6 +273,11 @@ def injected_spans(resp: SearchResponse) -> list[Span]:
     return [Span(h.path, *h.lines) for h in shown if h.lines is not None]
 
 
+async def search_served(searcher: Searcher, mode: SearchMode, query: str) -> SearchResponse:
+    """The answer as served (the agent's min_score and evidence rule), top k."""
+    return await _search(searcher, mode, query, None)
+
+
 async def ask_scored(
     searcher: Searcher, mode: SearchMode, query: str, min_score: float | None
 ) -> list[tuple[Span, float]]:

@@ -90,10 +90,12 @@ async def test_every_index_is_asked_the_other_sets_questions_as_served(tmp_path:
     assert (sweep[0]["abstain_other_sets"], sweep[-1]["abstain_other_sets"]) == (0.75, 1.0)
     assert all(a["abstain_other_sets"] <= b["abstain_other_sets"] for a, b in itertools.pairwise(sweep))
     as_dict = on_notes.to_dict()
+    hook = {"hook_nothing_injected": 3, "hook_nothing_injected_rate": 0.75}  # the prompt hook injects nothing there
     assert as_dict["abstention_other_sets"] == {
         "asked": 4,
         "no_matches": 3,
         "rate": 0.75,
-        "by_set": {"chat": {"asked": 4, "no_matches": 3, "rate": 0.75}},
+        **hook,
+        "by_set": {"chat": {"asked": 4, "no_matches": 3, "rate": 0.75, **hook}},
     }
     assert "by_set" not in as_dict["abstention"]  # type: ignore[operator]

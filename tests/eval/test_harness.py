@@ -90,6 +90,10 @@ async def test_abstention_asks_each_index_the_next_ones_questions(tmp_path: Path
     # Neither note shares a content word with the other's question: both get "No matches.".
     assert (report.abstention.asked, report.abstention.empty) == (2, 2)
     assert report.served is not None and (report.served.empty, report.served.overall.recall_5) == (0, 1.0)
+    # The prompt hook's block holds the evidence too, and injects nothing for the other note's question.
+    assert report.served.injected is not None and report.served.injected.recall_5 == 1.0
+    assert report.abstention.quiet == 2
+    assert report.to_dict()["abstention"]["hook_nothing_injected_rate"] == 1.0  # type: ignore[index]
 
 
 async def test_a_variant_that_changes_the_tokenizer_rebuilds_the_index_for_its_run(tmp_path: Path) -> None:
