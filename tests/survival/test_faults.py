@@ -239,14 +239,13 @@ def tiny_state(tmp_path: Path) -> Iterator[Path]:
 def fill(directory: Path) -> Path:
     """Fill the file system holding `directory` to the last block."""
     filler = directory / "filler"
-    with filler.open("wb") as fh:
-        block = b"\0" * 65536
-        try:
+    try:  # unbuffered: a buffered file's close would flush the unwritten rest again and raise ENOSPC itself
+        with filler.open("wb", buffering=0) as fh:
+            block = b"\0" * 4096
             while True:
                 fh.write(block)
-                fh.flush()
-        except OSError:
-            pass
+    except OSError:  # the disk is full (also when it was full before the filler could be made)
+        pass
     return filler
 
 
@@ -268,7 +267,7 @@ def test_a_full_disk_fails_writes_cleanly_and_search_keeps_answering(
         assert status(daemon)["dirty"] is True
         assert [p.name for p in tiny_state.rglob("*.tmp-*")] == []
     finally:
-        filler.unlink()
+        filler.unlink(missing_ok=True)
     sync(daemon)
     assert query(daemon, "granite117") == ["memory/bulk/b117.md"]
     assert leftovers(daemon.state / "agents" / "main") == []

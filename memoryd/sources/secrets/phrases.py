@@ -59,8 +59,9 @@ def _find_passwords(scan: Text) -> Iterator[Hit]:
         while end > start and text[end - 1] in _TRAILING:
             end -= 1
         value = text[start:end]
-        if _BRACKETED.match(text, start) or is_placeholder(value):
-            continue  # `<votre mot de passe>`, `[password]`, `{pw}`: it stands for one
+        bracketed = _BRACKETED.match(text, start)
+        if (bracketed is not None and bracketed.end() >= end) or is_placeholder(value):
+            continue  # `<votre mot de passe>`, `[password]`, `{pw}` stand for one; `{P$k<@}|s{9d…` is one
         if len(value) >= 3 and _person_made(value):
             yield start, end, "password-in-prose"
 
