@@ -172,6 +172,7 @@ class Indexer:
                 )
             )
             self._warn_unrecognised(prepared)
+            prepared = await anyio.to_thread.run_sync(retention.keep_vanished, prepared, known)
             counts = await self._embed_and_write(store, prepared, model)
             total.add(counts)
             retain = functools.partial(retention.record, prepared, known, rules, self.settings.transcripts.subagents)

@@ -129,6 +129,28 @@ class Retention:
                 self.refresh()  # a deleted transcript is back on disk
         return len(entries)
 
+    def keep_vanished(self, items: list[Prepared], known: dict[str, str]) -> list[Prepared]:
+        """A retained transcript deleted before it was read (a targeted sync of a deleted file, or one gone
+        between listing and reading) keeps its rows, served from the store from now on."""
+        if not self.active:
+            return items
+        gone = {
+            i.file.path
+            for i in items
+            if i.outcome is Outcome.VANISHED and i.file.source == "sessions" and i.file.path in known
+        }
+        gone = {p for p in gone if self.served(p)}
+        if not gone:
+            return items
+        store = self.store()
+        with store.transaction():
+            store.mark_gone(sorted(gone), now_ms())
+        self.refresh()
+        log.info("transcripts deleted from disk; kept from the retention store", agent=self.agent.id, n=len(gone))
+        return [
+            Prepared(i.file, Outcome.UNCHANGED, hash=known[i.file.path]) if i.file.path in gone else i for i in items
+        ]
+
     def vanished(self, listed: Iterable[str], known: dict[str, str], keep: Callable[[str], bool]) -> frozenset[str]:
         """After a listing pass: retained transcripts it did not find (and not in a place that could not be
         listed) are gone from disk; returns every transcript served from the store now."""

@@ -4,14 +4,17 @@ are pruned as ever; `retain = false` prunes; `retain_days` drops old ones; `forg
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from memoryd.config import AgentConfig
+from memoryd.config import AgentConfig, FilesSettings
+from memoryd.index import sync as sync_mod
 from memoryd.index.engine import IndexEngine
 from memoryd.index.forget import Forget, parse_when
+from memoryd.sources.discovery import SourceFile
 from memoryd.store.retained import retained_path
 from tests.conftest import AgentFactory, transcript_line, write
 
@@ -200,5 +203,29 @@ async def test_a_transcript_back_on_disk_is_no_longer_retained(ws: Path, make_ag
         await engine.sync("restored")
         assert await paths(engine, PLANTED) == [(SESSION, False)]
         assert not engine.read_file(SESSION).retained
+    finally:
+        await engine.aclose()
+
+
+async def test_a_transcript_gone_between_listing_and_reading_keeps_its_rows(
+    ws: Path, make_agent: AgentFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    engine = await open_engine(make_agent(ws))
+    try:
+        await engine.sync("start")
+        os.utime(ws / SESSION, ns=(1, 1))  # changed: the sync reads it, and finds it gone at that moment
+        real = sync_mod.read_source
+
+        def vanishing(file: SourceFile, files: FilesSettings, max_bytes: int | None = None) -> tuple[bytes, object]:
+            if file.path == SESSION:
+                file.abs_path.unlink()  # deleted after it was listed, as it is read
+                raise FileNotFoundError(file.abs_path)
+            return real(file, files, max_bytes)
+
+        monkeypatch.setattr(sync_mod, "read_source", vanishing)
+        report = await engine.sync("raced")
+        assert report.counts.deleted == 0
+        assert await paths(engine, PLANTED) == [(SESSION, True)]
+        assert engine.read_file(SESSION).retained
     finally:
         await engine.aclose()
