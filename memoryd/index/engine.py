@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import anyio
@@ -89,6 +89,7 @@ class IndexEngine:
         )
         self._sync_lock = anyio.Lock()
         self._vectors_warmed = False  # the in-memory copy is loaded once at start, then after each change
+        self.keywords_ready = anyio.Event()  # a first sync wrote its chunks: searchable by keyword
 
     @property
     def settings(self) -> MemorySearchSettings:
@@ -190,11 +191,14 @@ class IndexEngine:
         session_files: Sequence[Path] = (),
         memory_files: Sequence[Path] = (),
         progress: ProgressFn | None = None,
+        interrupted: Callable[[], bool] = lambda: False,
     ) -> SyncReport:
         """Bring the index up to date with the sources; a full safe rebuild when required or forced.
 
-        `session_files` / `memory_files`: sync only these transcripts and notes (when they are the agent's)."""
-        async with self._sync_lock:
+        `session_files` / `memory_files`: sync only these transcripts and notes (when they are the agent's).
+        Files are keyword-searchable as each batch commits; chunks the embedding cache has no vector for are
+        embedded after, newest first, until `interrupted()` says another sync waits (that one carries on)."""
+        async with self._sync_lock, self.state.tracker.session():
             started = time.monotonic()
             pending_before = self.state.pending
             full = False
@@ -214,6 +218,8 @@ class IndexEngine:
                     full, counts = True, await self._rebuild_damaged(progress)
                 if full:
                     self.integrity.rebuilt(None)  # a damaged file moved aside at open is rebuilt by any full sync
+                self.keywords_ready.set()
+                await self.indexer.embed_backlog(interrupted)
             except MemorydError as exc:
                 degraded = self.state.degraded_report()
                 report = SyncReport(
@@ -232,7 +238,7 @@ class IndexEngine:
             self.state.pending = max(0, self.state.pending - pending_before)
             with contextlib.suppress(MemorydError):
                 await anyio.to_thread.run_sync(self._remember_sync, report)
-            changed = full or counts.indexed > 0 or counts.deleted > 0
+            changed = full or counts.indexed > 0 or counts.deleted > 0 or self.state.tracker.phase == "embedding"
             if self.provider is not None and (changed or not self._vectors_warmed):
                 with contextlib.suppress(MemorydError):
                     await anyio.to_thread.run_sync(self.searcher.warm_vectors)

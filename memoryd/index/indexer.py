@@ -8,8 +8,9 @@ rebuild is forced, everything is built into a temporary database that is swapped
 
 from __future__ import annotations
 
+import dataclasses
 import functools
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import anyio
@@ -24,6 +25,7 @@ from memoryd.embeddings.limits import input_limit_bytes
 from memoryd.errors import CorruptDatabaseError, EmbeddingError
 from memoryd.faults import crash_point
 from memoryd.index import plan
+from memoryd.index.backlog import embed_backlog, pending_count
 from memoryd.index.database import AgentDatabase
 from memoryd.index.discover import Unlisted, discover, refuse_to_lose_rows, targeted_memory, targeted_sessions, under
 from memoryd.index.embedding import embed_prepared
@@ -40,6 +42,7 @@ from memoryd.index.sync import (
     prepare_many,
     write_prepared,
 )
+from memoryd.index.tracker import Tracker
 from memoryd.sources.discovery import SourceFile
 from memoryd.sources.transcripts import UNKNOWN
 from memoryd.store import schema
@@ -69,10 +72,16 @@ class Indexer:
         self._state = state
         self.batch = batch
         self._warned: set[str] = set()  # unrecognised transcripts already logged (a rebuild knows no old format)
+        self.tracker: Tracker = state.tracker
+        self.keyword_first = True
+        """Write chunks without the vectors the cache lacks, embed them after (`embed_backlog`)."""
 
     def full_reindex_reasons(self, meta: IndexMeta | None) -> list[str]:
         """Why the index must be rebuilt from scratch (spec §3.9); empty when a delta sync will do."""
         expected = self._active.provider is not None and self._database.vec.available
+        if expected and meta is not None and meta.vector_dims is None:
+            # Chunks waiting for their vectors (an index swapped in before them) are embedded, not rebuilt.
+            expected = not pending_count(self._database.store, self._active.fingerprint.model)
         return plan.full_reindex_reasons(self.agent, self._active.fingerprint, meta, vectors_expected=expected)
 
     async def run(
@@ -96,6 +105,7 @@ class Indexer:
         targeted, reasons = await anyio.to_thread.run_sync(decide)
         if reasons:
             log.info("full reindex", agent=self.agent.id, reason=reason, why=reasons)
+            self.tracker.start("first" if "no index metadata" in reasons else "rebuild")
             counts, _moved = await self._full_reindex(progress)
             self._state.skipped = dict(counts.skipped)
             return True, counts
@@ -107,8 +117,10 @@ class Indexer:
                 self._state.skipped.pop(f.path, None)
             self._state.skipped.update(counts.skipped)
             return False, counts
+        self.tracker.start("delta")
         files, unlisted = await anyio.to_thread.run_sync(discover, self.agent, sources)
         await anyio.to_thread.run_sync(self._note_unreadable, unlisted)
+        self.tracker.listed(len(files))
         counts = await self._index(store, files, prune=sources, keep=unlisted, full=False, progress=progress)
         counts.transient = counts.transient or self._listing_was_short_of_resources()
         self._state.skipped = dict(counts.skipped)  # a refused file is never UNCHANGED: every sync lists them all
@@ -175,12 +187,14 @@ class Indexer:
                 log.warning("embedding failed; indexing keyword-only for now", agent=self.agent.id, error=str(exc))
                 self._state.embedding_error = str(exc)
                 write = functools.partial(write_prepared, store, prepared, model, None, missing_vectors=True)
+                vectors = None
             else:
                 if self._active.provider is not None:
                     self._state.embedding_error = None
                 write = functools.partial(write_prepared, store, prepared, model, vectors)
             counts = await anyio.to_thread.run_sync(write)
             total.add(counts)
+            self._track(prepared, vectors, counts)
             if full or counts.indexed or counts.deleted:
                 crash_point("reindex:building" if full else "sync:after-batch")
             if progress is not None:
@@ -226,7 +240,9 @@ class Indexer:
         if provider is None:
             return prepared, None
         cache = self.settings.cache.enabled
-        vectors = await embed_prepared(provider, store, prepared, cache=cache, batch=self.batch)
+        vectors = await embed_prepared(
+            provider, store, prepared, cache=cache, batch=self.batch, cache_only=self.keyword_first
+        )
         dims = next((int(v.shape[-1]) for v in vectors if v is not None), None)
         mm = self.settings.multimodal
         media = await embed_media(
@@ -245,6 +261,47 @@ class Indexer:
             out[i] = media_skipped(out[i], "rejected") if why == "rejected" else Prepared(out[i].file, Outcome.VANISHED)
         return out, vectors
 
+    def _track(
+        self, prepared: Sequence[Prepared], vectors: Sequence[Vectors | None] | None, counts: SyncCounts
+    ) -> None:
+        """Count one written batch: files seen and indexed, chunks written, and those left without a vector."""
+        waiting = 0
+        if self._active.provider is not None:
+            for i, item in enumerate(prepared):
+                if item.outcome is Outcome.CHANGED and item.media is None and (vectors is None or vectors[i] is None):
+                    waiting += len(item.chunks)
+        self.tracker.batch_written(len(prepared), counts.indexed, counts.chunks, waiting)
+
+    async def embed_backlog(self, interrupted: Callable[[], bool]) -> int:
+        """Embed the chunks written without vectors (keyword first), newest first, until done or `interrupted()`;
+        returns how many are left. An embedding failure is recorded as a sync's is (status, the fallback switch)."""
+        provider = self._active.provider
+        if provider is None:
+            return 0
+        store = self._database.store
+        try:
+            cache = self.settings.cache.enabled
+            left = await embed_backlog(
+                provider, store, self.tracker, cache=cache, batch=self.batch, interrupted=interrupted
+            )
+        except EmbeddingError as exc:
+            log.warning("embedding failed; chunks stay keyword-only for now", agent=self.agent.id, error=str(exc))
+            self._state.embedding_error = str(exc)
+            return await anyio.to_thread.run_sync(pending_count, store, provider.fingerprint.model)
+        if not left:
+            await anyio.to_thread.run_sync(self._note_dims, store)
+        return left
+
+    def _note_dims(self, store: IndexStore) -> None:
+        """An index swapped in before its vectors records their dimension once it holds them."""
+        meta = store.read_meta()
+        if meta is None or meta.vector_dims is not None:
+            return
+        dims = _vector_dims(store)
+        if dims is not None:
+            with store.transaction():
+                store.write_meta(dataclasses.replace(meta, vector_dims=dims))
+
     async def rebuild_damaged(self, progress: ProgressFn | None, set_aside: str) -> tuple[SyncCounts, Path | None]:
         """Rebuild from the sources while searches read what is left of the damaged file; at the swap the
         damaged file is moved aside under `set_aside` (never deleted). Returns the counts and where it went."""
@@ -262,7 +319,9 @@ class Indexer:
             sources = plan.effective_sources(self.agent)
             files, unlisted = await anyio.to_thread.run_sync(discover, self.agent, sources)
             await anyio.to_thread.run_sync(self._note_unreadable, unlisted)
+            self.tracker.listed(len(files))
             counts = await self._index(tmp_store, files, prune=(), full=True, progress=progress)
+            self.tracker.swapping()
             counts.transient = counts.transient or self._listing_was_short_of_resources()
             live = self._database.store
             try:

@@ -48,6 +48,7 @@ ORDER: dict[str, tuple[str, ...]] = {
     "malformedTranscriptLines": (),
     "transcriptFormats": (),
     "unrecognisedTranscripts": (),
+    "progress": (),
     "indexedAt": (),
     "pending": (),
     "lastSync": (),
