@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -103,9 +104,15 @@ class Indexer:
             return targeted, reasons
 
         targeted, reasons = await anyio.to_thread.run_sync(decide)
+        if reasons == ["no index metadata"] and await anyio.to_thread.run_sync(self._claim_empty, store):
+            # A first index has nothing to keep safe: it is built in place, newest files first, so the session
+            # just had is searchable in seconds; killed half-way, the next start's delta sync carries on.
+            log.info("first index", agent=self.agent.id, reason=reason)
+            self.tracker.start("first")
+            return True, await self._delta(store, sources, progress)
         if reasons:
             log.info("full reindex", agent=self.agent.id, reason=reason, why=reasons)
-            self.tracker.start("first" if "no index metadata" in reasons else "rebuild")
+            self.tracker.start("rebuild")
             counts, _moved = await self._full_reindex(progress)
             self._state.skipped = dict(counts.skipped)
             return True, counts
@@ -118,7 +125,11 @@ class Indexer:
             self._state.skipped.update(counts.skipped)
             return False, counts
         self.tracker.start("delta")
-        files, unlisted = await anyio.to_thread.run_sync(discover, self.agent, sources)
+        return False, await self._delta(store, sources, progress)
+
+    async def _delta(self, store: IndexStore, sources: Sequence[str], progress: ProgressFn | None) -> SyncCounts:
+        """Every file of `sources`, newest first, into the live index; rows of vanished files pruned."""
+        files, unlisted = await anyio.to_thread.run_sync(discover_newest_first, self.agent, sources)
         await anyio.to_thread.run_sync(self._note_unreadable, unlisted)
         self.tracker.listed(len(files))
         counts = await self._index(store, files, prune=sources, keep=unlisted, full=False, progress=progress)
@@ -127,7 +138,15 @@ class Indexer:
         self._state.dirty = False
         self._state.dirty_sessions.clear()
         self._state.dirty_notes.clear()
-        return False, counts
+        return counts
+
+    def _claim_empty(self, store: IndexStore) -> bool:
+        """An index without metadata that holds nothing: record what it is built with now; False if it holds rows."""
+        if not store.is_empty():
+            return False
+        with store.transaction():
+            store.write_meta(plan.desired_meta(self.agent, self._active.fingerprint, None))
+        return True
 
     def _listing_was_short_of_resources(self) -> bool:
         """A folder could not be listed for want of descriptors or memory, not of permission: retry soon."""
@@ -317,7 +336,7 @@ class Indexer:
         try:
             tmp_store = await anyio.to_thread.run_sync(rebuild.open)
             sources = plan.effective_sources(self.agent)
-            files, unlisted = await anyio.to_thread.run_sync(discover, self.agent, sources)
+            files, unlisted = await anyio.to_thread.run_sync(discover_newest_first, self.agent, sources)
             await anyio.to_thread.run_sync(self._note_unreadable, unlisted)
             self.tracker.listed(len(files))
             counts = await self._index(tmp_store, files, prune=(), full=True, progress=progress)
@@ -343,6 +362,19 @@ class Indexer:
         self._state.dirty_sessions.clear()
         self._state.dirty_notes.clear()
         return counts, moved
+
+
+def discover_newest_first(agent: AgentConfig, sources: Sequence[str]) -> tuple[list[SourceFile], list[Unlisted]]:
+    """`discover`, the most recently changed files first: what a user asks about first is indexed first."""
+    files, unlisted = discover(agent, sources)
+
+    def mtime(f: SourceFile) -> int:
+        try:
+            return os.lstat(f.abs_path).st_mtime_ns
+        except OSError:
+            return 0
+
+    return sorted(files, key=mtime, reverse=True), unlisted
 
 
 def _vector_dims(store: IndexStore) -> int | None:

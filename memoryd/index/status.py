@@ -36,7 +36,7 @@ ORDER: dict[str, tuple[str, ...]] = {
     "vector": (),
     "fallback": (),
     "batch": (),
-    "embedding": ("state", "provider", "model", "lastError", "filesWithoutVectors"),
+    "embedding": ("state", "provider", "model", "lastError", "filesWithoutVectors", "chunksWithoutVectors"),
     "searchMode": (),
     "rerank": (),
     "providerUnavailableReason": (),
