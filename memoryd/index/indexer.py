@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -28,7 +27,15 @@ from memoryd.faults import crash_point
 from memoryd.index import plan
 from memoryd.index.backlog import embed_backlog, pending_count
 from memoryd.index.database import AgentDatabase
-from memoryd.index.discover import Unlisted, discover, refuse_to_lose_rows, targeted_memory, targeted_sessions, under
+from memoryd.index.discover import (
+    Unlisted,
+    discover,
+    discover_newest_first,
+    refuse_to_lose_rows,
+    targeted_memory,
+    targeted_sessions,
+    under,
+)
 from memoryd.index.embedding import embed_prepared
 from memoryd.index.media_embedding import embed_media
 from memoryd.index.roots import degraded_places, track, unlisted_paths
@@ -109,7 +116,7 @@ class Indexer:
             # just had is searchable in seconds; killed half-way, the next start's delta sync carries on.
             log.info("first index", agent=self.agent.id, reason=reason)
             self.tracker.start("first")
-            return True, await self._delta(store, sources, progress)
+            return True, await self._delta(store, sources, progress, newest_first=True)
         if reasons:
             log.info("full reindex", agent=self.agent.id, reason=reason, why=reasons)
             self.tracker.start("rebuild")
@@ -127,18 +134,38 @@ class Indexer:
         self.tracker.start("delta")
         return False, await self._delta(store, sources, progress)
 
-    async def _delta(self, store: IndexStore, sources: Sequence[str], progress: ProgressFn | None) -> SyncCounts:
-        """Every file of `sources`, newest first, into the live index; rows of vanished files pruned."""
-        files, unlisted = await anyio.to_thread.run_sync(discover_newest_first, self.agent, sources)
+    async def _delta(
+        self, store: IndexStore, sources: Sequence[str], progress: ProgressFn | None, *, newest_first: bool = False
+    ) -> SyncCounts:
+        """Every file of `sources` into the live index (a first index: newest first); vanished files pruned."""
+        listing = discover_newest_first if newest_first else discover
+        files, unlisted = await anyio.to_thread.run_sync(listing, self.agent, sources)
         await anyio.to_thread.run_sync(self._note_unreadable, unlisted)
         self.tracker.listed(len(files))
         counts = await self._index(store, files, prune=sources, keep=unlisted, full=False, progress=progress)
+        counts.deleted += await anyio.to_thread.run_sync(self._settle_sources, store, sources)
         counts.transient = counts.transient or self._listing_was_short_of_resources()
         self._state.skipped = dict(counts.skipped)  # a refused file is never UNCHANGED: every sync lists them all
         self._state.dirty = False
         self._state.dirty_sessions.clear()
         self._state.dirty_notes.clear()
         return counts
+
+    def _settle_sources(self, store: IndexStore, sources: Sequence[str]) -> int:
+        """After a delta sync of `sources`: prune every row of a source no longer indexed and record the sources
+        in the metadata (a source gained or lost is a delta, issue 24 item 2); the files pruned."""
+        gone = [s for s in ("memory", "sessions") if s not in sources]
+        meta = store.read_meta()
+        fresh = None if meta is None else plan.refreshed_meta(self.agent, meta, sources)
+        stale = {s: list(store.file_states(s)) for s in gone}
+        if fresh is None and not any(stale.values()):
+            return 0
+        with store.transaction():
+            deleted = sum(store.delete_files(s, paths) for s, paths in stale.items() if paths)
+            if fresh is not None:
+                log.info("index sources updated", agent=self.agent.id, sources=list(fresh.sources))
+                store.write_meta(fresh)
+        return deleted
 
     def _claim_empty(self, store: IndexStore) -> bool:
         """An index without metadata that holds nothing: record what it is built with now; False if it holds rows."""
@@ -362,19 +389,6 @@ class Indexer:
         self._state.dirty_sessions.clear()
         self._state.dirty_notes.clear()
         return counts, moved
-
-
-def discover_newest_first(agent: AgentConfig, sources: Sequence[str]) -> tuple[list[SourceFile], list[Unlisted]]:
-    """`discover`, the most recently changed files first: what a user asks about first is indexed first."""
-    files, unlisted = discover(agent, sources)
-
-    def mtime(f: SourceFile) -> int:
-        try:
-            return os.lstat(f.abs_path).st_mtime_ns
-        except OSError:
-            return 0
-
-    return sorted(files, key=mtime, reverse=True), unlisted
 
 
 def _vector_dims(store: IndexStore) -> int | None:
