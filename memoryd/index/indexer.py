@@ -131,8 +131,9 @@ class Indexer:
                 self._state.skipped.pop(f.path, None)
             self._state.skipped.update(counts.skipped)
             return False, counts
-        self.tracker.start("delta")
-        return False, await self._delta(store, sources, progress)
+        gained = plan.sources_gained(await anyio.to_thread.run_sync(store.read_meta), sources)
+        self.tracker.start("source" if gained else "delta")  # a source gained is its first index: newest first
+        return False, await self._delta(store, sources, progress, newest_first=gained)
 
     async def _delta(
         self, store: IndexStore, sources: Sequence[str], progress: ProgressFn | None, *, newest_first: bool = False

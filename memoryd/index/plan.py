@@ -95,6 +95,11 @@ def scope_hash(agent: AgentConfig, *, legacy: bool = False) -> str:
     return hashlib.sha256(orjson.dumps(data)).hexdigest()
 
 
+def sources_gained(meta: IndexMeta | None, sources: Sequence[str]) -> bool:
+    """The index is to cover a source it was not built with (its first index is due, as a delta)."""
+    return meta is not None and bool(set(sources) - set(meta.sources))
+
+
 def refreshed_meta(agent: AgentConfig, meta: IndexMeta, indexed: Sequence[str]) -> IndexMeta | None:
     """`meta` with the sources a delta sync just indexed (`indexed`) and today's scope hash; None when the
     metadata already says so. Everything that would have rebuilt the index is as it was (else no delta)."""

@@ -46,7 +46,7 @@ class Tracker:
     """One agent's current job: its kind, phase and counts; `report()` is status's `progress` block."""
 
     phase: str = IDLE
-    job: str | None = None  # first | rebuild | delta | vectors
+    job: str | None = None  # first | rebuild | source (a source gained) | delta | vectors
     started_ms: int = 0
     files_total: int = 0
     files_seen: int = 0
