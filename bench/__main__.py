@@ -12,6 +12,7 @@ from bench import (
     daemon_bench,
     embed_bench,
     fresh_bench,
+    history_bench,
     index_bench,
     redact_bench,
     search_bench,
@@ -21,7 +22,7 @@ from bench import (
 from bench.corpus import CorpusSpec
 from memoryd import logging as logs
 
-SECTIONS = ("index", "search", "embed", "daemon", "fresh", "write", "redact", "cli", "transcripts")
+SECTIONS = ("index", "search", "embed", "daemon", "fresh", "write", "redact", "cli", "transcripts", "history")
 
 
 def main() -> int:
@@ -54,6 +55,8 @@ def main() -> int:
             cli_bench.main(args.out, args.quick)
         elif section == "transcripts":
             transcript_bench.main(args.out, args.quick)
+        elif section == "history":
+            history_bench.main(args.out, args.quick)
     return 0
 
 
