@@ -145,7 +145,7 @@ async def _ready(socket: Path) -> None:
 
 
 async def run_bench(out: Path, sessions: int, mb: float) -> None:
-    base = out / "history"
+    base = (out / "history").absolute()
     shutil.rmtree(base, ignore_errors=True)
     home, ws = base / "home", base / "ws"
     t_gen = time.perf_counter()
@@ -159,12 +159,13 @@ async def run_bench(out: Path, sessions: int, mb: float) -> None:
     config.write_text(_config(ws, sessions=False))
     socket = (base / "run" / "memoryd.sock").absolute()
     env = {**os.environ, "HOME": str(home), "XDG_CACHE_HOME": str(cache)}
-    if src := os.environ.get("MEMORYD_BENCH_DAEMON_SRC"):  # another memoryd's source tree (a before/after run)
-        env["PYTHONPATH"] = src
+    src = os.environ.get("MEMORYD_BENCH_DAEMON_SRC")  # another memoryd's source tree (a before/after run)
+    if src:
+        env["PYTHONPATH"] = src  # and run from there: `-m` puts the working directory first
     env.pop("CLAUDE_CONFIG_DIR", None)
     log = (base / "daemon.log").open("w")
     command = [sys.executable, "-m", "memoryd", "serve", "--config", str(config), "--state-dir", str(base / "state")]
-    proc = subprocess.Popen([*command, "--socket", str(socket)], env=env, stdout=log, stderr=log)
+    proc = subprocess.Popen([*command, "--socket", str(socket)], env=env, stdout=log, stderr=log, cwd=src or None)
     run = Run()
     try:
         await _ready(socket)
