@@ -137,7 +137,12 @@ async def _ready(socket: Path) -> None:
             try:
                 async with Client(unix_client(socket, "main")) as c:
                     st: Any = (await c.call_tool("status", {})).structured_content
-                if st and st["lastSync"] and st["embedding"]["state"] == "ready" and st["progress"]["phase"] == "idle":
+                if (
+                    st
+                    and st["lastSync"]
+                    and st["embedding"]["state"] == "ready"
+                    and st.get("progress", {"phase": "idle"})["phase"] == "idle"
+                ):
                     return
             except Exception:  # not listening yet
                 pass
