@@ -12,6 +12,7 @@ from bench import (
     daemon_bench,
     embed_bench,
     fresh_bench,
+    history_bench,
     hooks_bench,
     http_bench,
     index_bench,
@@ -76,6 +77,8 @@ def main() -> int:
             hooks_bench.main(args.out, args.quick)
         elif section == "http":
             http_bench.main(args.out, args.quick)
+        elif section == "history":
+            history_bench.main(args.out, args.quick)
     return 0
 
 

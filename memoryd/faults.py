@@ -22,6 +22,7 @@ POINTS = (
     "reindex:before-swap",  # the temporary database is complete and closed, not yet renamed
     "reindex:wal-removed",  # the live database's checkpointed WAL is removed, the rename not yet done
     "reindex:after-swap",  # the rename happened, the new database is not yet reopened
+    "vectors:after-slice",  # a slice of chunks indexed keyword-first got its vectors, committed
 )
 
 

@@ -7,7 +7,7 @@ from typing import Any, TextIO
 
 from memoryd.cli.agents import choose
 from memoryd.cli.exits import EXIT_OK
-from memoryd.cli.link import live_daemon, request_sync
+from memoryd.cli.link import live_daemon, request_sync, tool
 from memoryd.cli.output import dump
 from memoryd.config import AgentConfig, Config
 
@@ -15,7 +15,15 @@ from memoryd.config import AgentConfig, Config
 def run(args: argparse.Namespace, cfg: Config, out: TextIO) -> int:
     live = live_daemon(args, cfg)
     if live is not None:
-        report = request_sync(live, args.agent, force=args.force)
+        from memoryd.cli.progress_line import ProgressLine, watch_while
+
+        line = ProgressLine(f"indexing {args.agent or 'memory'}")
+        stop = watch_while(lambda: _progress(tool(live, args.agent, "status", {})), line)
+        try:
+            report = request_sync(live, args.agent, force=args.force)
+        finally:
+            stop.set()
+            line.done()
     else:
         report = _in_process(args, choose(args, cfg))
     if args.json:
@@ -27,17 +35,26 @@ def run(args: argparse.Namespace, cfg: Config, out: TextIO) -> int:
 
 def _in_process(args: argparse.Namespace, agent: AgentConfig) -> dict[str, Any]:
     from memoryd.cli.local import run_engine
+    from memoryd.cli.progress_line import ProgressLine, watch_while
     from memoryd.index.engine import IndexEngine
-    from memoryd.progress import ProgressBar
 
-    bar = ProgressBar(f"indexing {agent.id}")
+    line = ProgressLine(f"indexing {agent.id}")
 
     async def body(engine: IndexEngine) -> dict[str, Any]:
-        result = await engine.sync("cli", force=args.force, progress=bar)
-        bar.done()
+        stop = watch_while(engine.state.tracker.report, line)  # the tracker is read, never written, off the loop
+        try:
+            result = await engine.sync("cli", force=args.force)
+        finally:
+            stop.set()
+            line.done()
         return result.to_dict()
 
     return run_engine(args, agent, body, writer=True, embed=True)
+
+
+def _progress(status: dict[str, Any]) -> dict[str, Any] | None:
+    block = status.get("progress")
+    return block if isinstance(block, dict) else None
 
 
 def format_report(report: dict[str, Any]) -> str:

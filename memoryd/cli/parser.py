@@ -166,6 +166,7 @@ def build_parser(*, with_eval: bool = True) -> argparse.ArgumentParser:
     p = sub.add_parser("status", parents=[common], help="show index status")
     p.add_argument("--json", action="store_true", help="print JSON")
     p.add_argument("--deep", action="store_true", help="also probe the vector store and embeddings")
+    p.add_argument("--watch", action="store_true", help="show each agent's indexing progress until every one is idle")
 
     p = sub.add_parser("install-service", parents=[common], help="install and start memoryd as a user service")
     p.add_argument("--force", action="store_true", help="overwrite a unit/plist you edited")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import time
+from pathlib import Path
 from typing import Any, TextIO
 
 import orjson
@@ -17,6 +18,8 @@ from memoryd.config import AgentConfig, Config
 
 def run(args: argparse.Namespace, cfg: Config, out: TextIO) -> int:
     live = live_daemon(args, cfg)
+    if getattr(args, "watch", False):
+        return _watch(args, cfg, live, out)
     if live is not None:
         statuses = [tool(live, a, "status", {"deep": args.deep}) for a in daemon_agents(live, args.agent)]
     else:
@@ -69,6 +72,33 @@ def _in_process(args: argparse.Namespace, cfg: Config, agents: list[AgentConfig]
 
         statuses.append(run_engine(args, agent, body, writer=False, embed=args.deep))
     return statuses
+
+
+WATCH_EVERY_S = 1.0
+
+
+def _watch(args: argparse.Namespace, cfg: Config, live: Path | None, out: TextIO) -> int:
+    """`status --watch`: one progress line per agent, redrawn (a terminal) or printed as it changes, until
+    every agent is idle with no chunk waiting for a vector; without a daemon, once (nothing indexes)."""
+    from memoryd.cli.progress_line import ProgressLine
+
+    agents = daemon_agents(live, args.agent) if live is not None else [a.id for a in every(args, cfg)]
+    lines = {agent: ProgressLine(agent, out) for agent in agents}
+    while True:
+        busy = False
+        for agent in agents:
+            st = tool(live, agent, "status", {}) if live is not None else {}
+            found = st.get("progress")
+            block: dict[str, Any] = found if isinstance(found, dict) else {"phase": "idle"}
+            chunks = block.get("chunks")
+            waiting = chunks.get("withoutVectors") if isinstance(chunks, dict) else 0
+            busy = busy or block.get("phase") != "idle" or bool(waiting)
+            lines[agent].show(block)
+            if len(agents) > 1 or not busy:
+                lines[agent].done()
+        if not busy or live is None:
+            return EXIT_OK
+        time.sleep(WATCH_EVERY_S)
 
 
 def format_status(st: dict[str, Any]) -> str:

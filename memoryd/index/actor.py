@@ -220,8 +220,8 @@ class AgentIndex:
     async def _builtin_search(self, request: SearchRequest) -> SearchResponse:
         scheduler = self.scheduler
         if not scheduler.first_sync.is_set() and await self.engine.is_empty():
-            with anyio.move_on_after(BOOTSTRAP_WAIT_S):
-                await scheduler.first_sync.wait()  # bootstrap: nothing to answer from yet
+            with anyio.move_on_after(BOOTSTRAP_WAIT_S):  # bootstrap: nothing to answer from yet
+                await _first(scheduler.first_sync, self.engine.keywords_ready)  # keywords written, vectors may follow
         if request.wait_fresh_ms:
             with anyio.move_on_after(request.wait_fresh_ms / 1000):
                 await scheduler.wait_fresh()
@@ -234,7 +234,8 @@ class AgentIndex:
             raise CorruptDatabaseError(self.engine.integrity.message()) from None
         self._rebuild_if_damaged()  # another reader may have met damage this one did not
         resp = self.engine.indexer.retention.mark(resp)
-        return dataclasses.replace(resp, freshness=scheduler.freshness(resp.freshness))
+        indexing = self.engine.state.tracker.indexing()
+        return dataclasses.replace(resp, freshness=scheduler.freshness(resp.freshness), indexing=indexing)
 
     async def forget(self, what: Forget) -> dict[str, object]:
         """`memoryd/forget`: delete retained transcripts for good (between syncs, as the engine runs them)."""
@@ -275,6 +276,18 @@ class AgentIndex:
     async def aclose(self) -> None:
         """Close the mailbox: the consumer finishes what is queued and stops."""
         await self.scheduler.aclose()
+
+
+async def _first(*events: anyio.Event) -> None:
+    """Return when any of `events` is set."""
+    async with anyio.create_task_group() as tg:
+
+        async def wait(event: anyio.Event) -> None:
+            await event.wait()
+            tg.cancel_scope.cancel()
+
+        for event in events:
+            tg.start_soon(wait, event)
 
 
 class _BuiltinView:

@@ -22,7 +22,7 @@ from memoryd.media import NO_LINES
 from memoryd.sources.transcripts import FORMATS, UNKNOWN
 from memoryd.store import schema
 from memoryd.store.db import VecState, connect, move_aside, translated
-from memoryd.store.index import SKIPPED, FormatCount, IndexStore
+from memoryd.store.index import SKIPPED, FormatCount, IndexMeta, IndexStore
 from memoryd.store.lock import WriterLock
 from memoryd.store.readers import ReaderPool
 from memoryd.store.reindex import Rebuild, cleanup_leftovers
@@ -202,7 +202,7 @@ class AgentDatabase:
                     "loadError": vec.error,
                     "dims": meta.vector_dims if meta else None,
                 },
-                "embedding": {"filesWithoutVectors": files_without_vectors(store)},
+                "embedding": without_vectors(store, meta),
                 "multimodal": media_report(store, active=settings.multimodal.active),
                 "malformedTranscriptLines": store.bad_lines(),
                 **transcript_report(store.transcript_formats()),
@@ -231,11 +231,26 @@ class AgentDatabase:
             return 0
 
 
-def files_without_vectors(store: IndexStore) -> int:
-    """Files indexed keyword-only because embedding them failed (the next sync embeds them)."""
+def without_vectors(store: IndexStore, meta: IndexMeta | None) -> dict[str, int]:
+    """Files and chunks searchable by keyword only for now: written before their vectors (keyword first) or
+    when embedding them failed; the sync's vector pass, or the next sync, embeds them. An index built
+    without a provider holds no vectors by design: none of its files is counted."""
+    model = meta.model if meta is not None and meta.provider not in ("", "none") else None
     with translated("counting files without vectors"):
-        row = store.conn.execute("SELECT COUNT(*) FROM files WHERE hash LIKE 'novec:%'").fetchone()
-    return int(row[0]) if row else 0
+        novec = "SELECT source, path FROM files WHERE hash LIKE 'novec:%'"
+        if model is None:
+            files = store.conn.execute(f"SELECT COUNT(*) FROM ({novec})").fetchone()
+            chunks = None
+        else:
+            pending = "FROM chunks WHERE embedding IS NULL AND model = ? AND start_line != ?"
+            files = store.conn.execute(
+                f"SELECT COUNT(*) FROM (SELECT source, path {pending} UNION {novec})", (model, NO_LINES)
+            ).fetchone()
+            chunks = store.conn.execute(f"SELECT COUNT(*) {pending}", (model, NO_LINES)).fetchone()
+    return {
+        "filesWithoutVectors": int(files[0]) if files else 0,
+        "chunksWithoutVectors": int(chunks[0]) if chunks else 0,
+    }
 
 
 def media_report(store: IndexStore, *, active: bool) -> dict[str, object]:

@@ -137,3 +137,16 @@ def transcript_event_path(agent: AgentConfig, raw: str) -> Path:
                 return candidate
     folders = ", ".join(str(r.path) for r in roots)
     raise AccessDeniedError(f"{raw} is not a transcript in agent {agent.id!r}'s session folders ({folders})")
+
+
+def discover_newest_first(agent: AgentConfig, sources: Sequence[str]) -> tuple[list[SourceFile], list[Unlisted]]:
+    """`discover`, the most recently changed files first: what a user asks about first is indexed first."""
+    files, unlisted = discover(agent, sources)
+
+    def mtime(f: SourceFile) -> int:
+        try:
+            return os.lstat(f.abs_path).st_mtime_ns
+        except OSError:
+            return 0
+
+    return sorted(files, key=mtime, reverse=True), unlisted

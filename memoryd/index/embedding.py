@@ -53,14 +53,13 @@ async def embed_prepared(
     policy: RetryPolicy = DEFAULT_RETRY_POLICY,
     limiter: anyio.CapacityLimiter | None = None,
     batch: BatchEmbedder | None = None,
+    cache_only: bool = False,
 ) -> list[Vectors | None]:
     """One (chunks × dims) array per changed file, None for the others.
 
-    With an async batch API enabled (`remote.batch.enabled`) the missing texts go to one batch job
-    set first; when that fails (the embedder counts and eventually disables itself) the synchronous
-    path below embeds whatever is still missing.
+    `cache_only` (keyword first): only files whose every chunk is in the embedding cache get vectors;
+    the others are written without and embedded afterwards (`memoryd.index.backlog`).
     """
-    fp = provider.fingerprint
     text_of: dict[str, str] = {}
     for item in prepared:
         if item.outcome is Outcome.CHANGED and item.media is None:  # media files: media_embedding.py
@@ -69,12 +68,40 @@ async def embed_prepared(
     out: list[Vectors | None] = [None] * len(prepared)
     if not text_of:
         return out
+    known = await embed_texts(
+        provider, store, text_of, cache=cache, policy=policy, limiter=limiter, batch=batch, cache_only=cache_only
+    )
+    for i, item in enumerate(prepared):
+        ready = item.outcome is Outcome.CHANGED and item.chunks and item.media is None
+        if ready and all(c.hash in known for c in item.chunks):
+            out[i] = np.stack([known[c.hash] for c in item.chunks]).astype(np.float32, copy=False)
+    return out
+
+
+async def embed_texts(
+    provider: EmbeddingProvider,
+    store: IndexStore,
+    text_of: dict[str, str],
+    *,
+    cache: bool,
+    policy: RetryPolicy = DEFAULT_RETRY_POLICY,
+    limiter: anyio.CapacityLimiter | None = None,
+    batch: BatchEmbedder | None = None,
+    cache_only: bool = False,
+) -> dict[str, np.ndarray]:
+    """A vector for each text (by chunk hash): from the cache, then the provider (none with `cache_only`).
+
+    With an async batch API enabled (`remote.batch.enabled`) the missing texts go to one batch job
+    set first; when that fails (the embedder counts and eventually disables itself) the synchronous
+    path below embeds whatever is still missing.
+    """
+    fp = provider.fingerprint
     hashes = list(text_of)
     expected = await anyio.to_thread.run_sync(index_dims, store)
     known: dict[str, np.ndarray] = await anyio.to_thread.run_sync(store.cache_lookup, fp, hashes) if cache else {}
     if expected is not None:
         known = {h: v for h, v in known.items() if int(v.shape[-1]) == expected}
-    missing = [h for h in hashes if h not in known]
+    missing = [] if cache_only else [h for h in hashes if h not in known]
     if missing and batch is not None and batch.usable(provider):
         try:
             batch_vectors = await batch.embed(provider, [text_of[h] for h in missing])
@@ -120,7 +147,4 @@ async def embed_prepared(
         raise EmbeddingError(f"{fp.provider} returned vectors of different dimensions: {sorted(dims)}")
     if dims:
         await anyio.to_thread.run_sync(store.ensure_vectors, dims.pop())
-    for i, item in enumerate(prepared):
-        if item.outcome is Outcome.CHANGED and item.chunks and item.media is None:
-            out[i] = np.stack([known[c.hash] for c in item.chunks]).astype(np.float32, copy=False)
-    return out
+    return known

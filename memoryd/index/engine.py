@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import anyio
@@ -32,6 +32,7 @@ from memoryd.index.drift import drifted_paths
 from memoryd.index.forget import Forget, forget
 from memoryd.index.indexer import Indexer
 from memoryd.index.integrity import Integrity, set_aside_suffix
+from memoryd.index.reading import read_agent_file
 from memoryd.index.roots import unreadable_now
 from memoryd.index.state import IndexState, Progress, ProgressFn, RecoveryStats, SyncReport
 from memoryd.index.status import assemble
@@ -40,8 +41,7 @@ from memoryd.isotime import iso
 from memoryd.search.citations import cite
 from memoryd.search.request import Corpus, SearchMode, SearchRequest, SearchResponse, corpus_sources
 from memoryd.search.searcher import Searcher
-from memoryd.sources.readfile import FileSlice, read_memory_file
-from memoryd.sources.readtranscript import read_transcript
+from memoryd.sources.readfile import FileSlice
 from memoryd.store.index import IndexMeta, IndexStore, now_ms
 
 log = structlog.get_logger(__name__)
@@ -90,6 +90,7 @@ class IndexEngine:
         )
         self._sync_lock = anyio.Lock()
         self._vectors_warmed = False  # the in-memory copy is loaded once at start, then after each change
+        self.keywords_ready = anyio.Event()  # a first sync wrote its chunks: searchable by keyword
 
     @property
     def settings(self) -> MemorySearchSettings:
@@ -193,11 +194,14 @@ class IndexEngine:
         session_files: Sequence[Path] = (),
         memory_files: Sequence[Path] = (),
         progress: ProgressFn | None = None,
+        interrupted: Callable[[], bool] = lambda: False,
     ) -> SyncReport:
         """Bring the index up to date with the sources; a full safe rebuild when required or forced.
 
-        `session_files` / `memory_files`: sync only these transcripts and notes (when they are the agent's)."""
-        async with self._sync_lock:
+        `session_files` / `memory_files`: sync only these transcripts and notes (when they are the agent's).
+        Files are keyword-searchable as each batch commits; chunks the embedding cache has no vector for are
+        embedded after, newest first, until `interrupted()` says another sync waits (that one carries on)."""
+        async with self._sync_lock, self.state.tracker.session():
             started = time.monotonic()
             pending_before = self.state.pending
             full = False
@@ -217,6 +221,8 @@ class IndexEngine:
                     full, counts = True, await self._rebuild_damaged(progress)
                 if full:
                     self.integrity.rebuilt(None)  # a damaged file moved aside at open is rebuilt by any full sync
+                self.keywords_ready.set()
+                await self.indexer.embed_backlog(interrupted)
             except MemorydError as exc:
                 degraded = self.state.degraded_report()
                 report = SyncReport(
@@ -235,7 +241,7 @@ class IndexEngine:
             self.state.pending = max(0, self.state.pending - pending_before)
             with contextlib.suppress(MemorydError):
                 await anyio.to_thread.run_sync(self._remember_sync, report)
-            changed = full or counts.indexed > 0 or counts.deleted > 0
+            changed = full or counts.indexed > 0 or counts.deleted > 0 or self.state.tracker.phase == "embedding"
             if self.provider is not None and (changed or not self._vectors_warmed):
                 with contextlib.suppress(MemorydError):
                     await anyio.to_thread.run_sync(self.searcher.warm_vectors)
@@ -347,30 +353,9 @@ class IndexEngine:
 
     def read_file(self, path: str, *, from_line: int | None = None, lines: int | None = None) -> FileSlice:
         """Lines of a memory file, or the messages of a transcript (a path in a session root). Blocking."""
-        rules = self.settings.files
         if (kept := self.indexer.retention.read(path, from_line=from_line, lines=lines)) is not None:
             return kept  # a transcript deleted from disk, served from the retention store
-        if "sessions" in self.settings.sources:
-            found = read_transcript(
-                path,
-                self.agent.session_roots,
-                from_line=from_line,
-                lines=lines,
-                subagents=self.settings.transcripts.subagents,
-                max_bytes=rules.max_transcript_bytes,
-                allow_hard_links=rules.allow_hard_links,
-            )
-            if found is not None:
-                return found
-        return read_memory_file(
-            path,
-            self.agent.workspace,
-            self.agent.extra_paths,
-            from_line=from_line,
-            lines=lines,
-            max_bytes=rules.max_markdown_bytes,
-            allow_hard_links=rules.allow_hard_links,
-        )
+        return read_agent_file(self.agent, path, from_line=from_line, lines=lines)
 
     # ------------------------------------------------------------------ status
 

@@ -4,12 +4,17 @@ A delta sync prepares, embeds and writes changed files in batches into the live 
 prunes rows of files that vanished. When the index was built with other settings (spec §3.9) or a
 rebuild is forced, everything is built into a temporary database that is swapped in atomically
 (spec §3.10): a crash at any point leaves the old index intact.
+
+It runs over 400 lines because one pass's order (list, prepare, keep vanished transcripts, embed what the
+cache holds, write, retain, prune, then the vector backlog) reads in one place; each step's work lives in its
+own module (discover, sync, embedding, retention, backlog). Splitting the backlog driver out is next.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import anyio
@@ -24,8 +29,17 @@ from memoryd.embeddings.limits import input_limit_bytes
 from memoryd.errors import CorruptDatabaseError, EmbeddingError
 from memoryd.faults import crash_point
 from memoryd.index import plan
+from memoryd.index.backlog import embed_backlog, pending_count
 from memoryd.index.database import AgentDatabase
-from memoryd.index.discover import Unlisted, discover, refuse_to_lose_rows, targeted_memory, targeted_sessions, under
+from memoryd.index.discover import (
+    Unlisted,
+    discover,
+    discover_newest_first,
+    refuse_to_lose_rows,
+    targeted_memory,
+    targeted_sessions,
+    under,
+)
 from memoryd.index.embedding import embed_prepared
 from memoryd.index.media_embedding import embed_media
 from memoryd.index.retention import Retention
@@ -41,6 +55,7 @@ from memoryd.index.sync import (
     prepare_many,
     write_prepared,
 )
+from memoryd.index.tracker import Tracker
 from memoryd.sources.discovery import SourceFile
 from memoryd.sources.transcripts import UNKNOWN
 from memoryd.store import schema
@@ -71,10 +86,16 @@ class Indexer:
         self.batch = batch
         self._warned: set[str] = set()  # unrecognised transcripts already logged (a rebuild knows no old format)
         self.retention = Retention(agent)
+        self.tracker: Tracker = state.tracker
+        self.keyword_first = True
+        """Write chunks without the vectors the cache lacks, embed them after (`embed_backlog`)."""
 
     def full_reindex_reasons(self, meta: IndexMeta | None) -> list[str]:
         """Why the index must be rebuilt from scratch (spec §3.9); empty when a delta sync will do."""
         expected = self._active.provider is not None and self._database.vec.available
+        if expected and meta is not None and meta.vector_dims is None:
+            # Chunks waiting for their vectors (an index swapped in before them) are embedded, not rebuilt.
+            expected = not pending_count(self._database.store, self._active.fingerprint.model)
         return plan.full_reindex_reasons(self.agent, self._active.fingerprint, meta, vectors_expected=expected)
 
     async def run(
@@ -96,8 +117,15 @@ class Indexer:
             return targeted, reasons
 
         targeted, reasons = await anyio.to_thread.run_sync(decide)
+        if reasons == ["no index metadata"] and await anyio.to_thread.run_sync(self._claim_empty, store):
+            # A first index has nothing to keep safe: it is built in place, newest files first, so the session
+            # just had is searchable in seconds; killed half-way, the next start's delta sync carries on.
+            log.info("first index", agent=self.agent.id, reason=reason)
+            self.tracker.start("first")
+            return True, await self._delta(store, sources, progress, newest_first=True)
         if reasons:
             log.info("full reindex", agent=self.agent.id, reason=reason, why=reasons)
+            self.tracker.start("rebuild")
             counts, _moved = await self._full_reindex(progress)
             self._state.skipped = dict(counts.skipped)
             return True, counts
@@ -109,15 +137,53 @@ class Indexer:
                 self._state.skipped.pop(f.path, None)
             self._state.skipped.update(counts.skipped)
             return False, counts
-        files, unlisted = await anyio.to_thread.run_sync(discover, self.agent, sources)
+        gained = plan.sources_gained(await anyio.to_thread.run_sync(store.read_meta), sources)
+        self.tracker.start("source" if gained else "delta")  # a source gained is its first index: newest first
+        return False, await self._delta(store, sources, progress, newest_first=gained)
+
+    async def _delta(
+        self, store: IndexStore, sources: Sequence[str], progress: ProgressFn | None, *, newest_first: bool = False
+    ) -> SyncCounts:
+        """Every file of `sources` into the live index (a first index: newest first); vanished files pruned."""
+        listing = discover_newest_first if newest_first else discover
+        files, unlisted = await anyio.to_thread.run_sync(listing, self.agent, sources)
         await anyio.to_thread.run_sync(self._note_unreadable, unlisted)
+        self.tracker.listed(len(files))
         counts = await self._index(store, files, prune=sources, keep=unlisted, full=False, progress=progress)
+        counts.deleted += await anyio.to_thread.run_sync(self._settle_sources, store, sources)
         counts.transient = counts.transient or self._listing_was_short_of_resources()
         self._state.skipped = dict(counts.skipped)  # a refused file is never UNCHANGED: every sync lists them all
         self._state.dirty = False
         self._state.dirty_sessions.clear()
         self._state.dirty_notes.clear()
-        return False, counts
+        return counts
+
+    def _settle_sources(self, store: IndexStore, sources: Sequence[str]) -> int:
+        """After a delta sync of `sources`: prune every row of a source no longer indexed and record the sources
+        in the metadata (a source gained or lost is a delta, issue 24 item 2); the files pruned."""
+        gone = [s for s in ("memory", "sessions") if s not in sources]
+        meta = store.read_meta()
+        fresh = None if meta is None else plan.refreshed_meta(self.agent, meta, sources)
+        stale = {s: list(store.file_states(s)) for s in gone}
+        if "sessions" in gone and self.retention.active:  # the sessions folder vanished, not the setting
+            kept = self.retention.vanished((), self.retention.known(), lambda _path: False)
+            stale["sessions"] = [path for path in stale["sessions"] if path not in kept]
+        if fresh is None and not any(stale.values()):
+            return 0
+        with store.transaction():
+            deleted = sum(store.delete_files(s, paths) for s, paths in stale.items() if paths)
+            if fresh is not None:
+                log.info("index sources updated", agent=self.agent.id, sources=list(fresh.sources))
+                store.write_meta(fresh)
+        return deleted
+
+    def _claim_empty(self, store: IndexStore) -> bool:
+        """An index without metadata that holds nothing: record what it is built with now; False if it holds rows."""
+        if not store.is_empty():
+            return False
+        with store.transaction():
+            store.write_meta(plan.desired_meta(self.agent, self._active.fingerprint, None))
+        return True
 
     def _listing_was_short_of_resources(self) -> bool:
         """A folder could not be listed for want of descriptors or memory, not of permission: retry soon."""
@@ -219,7 +285,9 @@ class Indexer:
         return count
 
     async def _embed_and_write(self, store: IndexStore, prepared: list[Prepared], model: str) -> SyncCounts:
-        """Embed a batch of prepared files and write it; keyword-only (embedded next sync) when embedding fails."""
+        """Embed a batch of prepared files (with the cache's vectors only, keyword first) and write it, counted
+        for progress; keyword-only (embedded next sync) when embedding fails."""
+        vectors: list[Vectors | None] | None = None
         try:
             prepared, vectors = await self._embed(store, prepared)
         except EmbeddingError as exc:
@@ -231,7 +299,9 @@ class Indexer:
             if self._active.provider is not None:
                 self._state.embedding_error = None
             write = functools.partial(write_prepared, store, prepared, model, vectors)
-        return await anyio.to_thread.run_sync(write)
+        counts = await anyio.to_thread.run_sync(write)
+        self._track(prepared, vectors, counts)
+        return counts
 
     async def _restore(self, store: IndexStore, paths: Sequence[str], model: str, limit: int | None) -> SyncCounts:
         """Index deleted transcripts from the retention store (a rebuild's new database lacks their rows)."""
@@ -267,7 +337,9 @@ class Indexer:
         if provider is None:
             return prepared, None
         cache = self.settings.cache.enabled
-        vectors = await embed_prepared(provider, store, prepared, cache=cache, batch=self.batch)
+        vectors = await embed_prepared(
+            provider, store, prepared, cache=cache, batch=self.batch, cache_only=self.keyword_first
+        )
         dims = next((int(v.shape[-1]) for v in vectors if v is not None), None)
         mm = self.settings.multimodal
         media = await embed_media(
@@ -286,6 +358,47 @@ class Indexer:
             out[i] = media_skipped(out[i], "rejected") if why == "rejected" else Prepared(out[i].file, Outcome.VANISHED)
         return out, vectors
 
+    def _track(
+        self, prepared: Sequence[Prepared], vectors: Sequence[Vectors | None] | None, counts: SyncCounts
+    ) -> None:
+        """Count one written batch: files seen and indexed, chunks written, and those left without a vector."""
+        waiting = 0
+        if self._active.provider is not None:
+            for i, item in enumerate(prepared):
+                if item.outcome is Outcome.CHANGED and item.media is None and (vectors is None or vectors[i] is None):
+                    waiting += len(item.chunks)
+        self.tracker.batch_written(len(prepared), counts.indexed, counts.chunks, waiting)
+
+    async def embed_backlog(self, interrupted: Callable[[], bool]) -> int:
+        """Embed the chunks written without vectors (keyword first), newest first, until done or `interrupted()`;
+        returns how many are left. An embedding failure is recorded as a sync's is (status, the fallback switch)."""
+        provider = self._active.provider
+        if provider is None:
+            return 0
+        store = self._database.store
+        try:
+            cache = self.settings.cache.enabled
+            left = await embed_backlog(
+                provider, store, self.tracker, cache=cache, batch=self.batch, interrupted=interrupted
+            )
+        except EmbeddingError as exc:
+            log.warning("embedding failed; chunks stay keyword-only for now", agent=self.agent.id, error=str(exc))
+            self._state.embedding_error = str(exc)
+            return await anyio.to_thread.run_sync(pending_count, store, provider.fingerprint.model)
+        if not left:
+            await anyio.to_thread.run_sync(self._note_dims, store)
+        return left
+
+    def _note_dims(self, store: IndexStore) -> None:
+        """An index swapped in before its vectors records their dimension once it holds them."""
+        meta = store.read_meta()
+        if meta is None or meta.vector_dims is not None:
+            return
+        dims = _vector_dims(store)
+        if dims is not None:
+            with store.transaction():
+                store.write_meta(dataclasses.replace(meta, vector_dims=dims))
+
     async def rebuild_damaged(self, progress: ProgressFn | None, set_aside: str) -> tuple[SyncCounts, Path | None]:
         """Rebuild from the sources while searches read what is left of the damaged file; at the swap the
         damaged file is moved aside under `set_aside` (never deleted). Returns the counts and where it went."""
@@ -301,9 +414,11 @@ class Indexer:
         try:
             tmp_store = await anyio.to_thread.run_sync(rebuild.open)
             sources = plan.effective_sources(self.agent)
-            files, unlisted = await anyio.to_thread.run_sync(discover, self.agent, sources)
+            files, unlisted = await anyio.to_thread.run_sync(discover_newest_first, self.agent, sources)
             await anyio.to_thread.run_sync(self._note_unreadable, unlisted)
+            self.tracker.listed(len(files))
             counts = await self._index(tmp_store, files, prune=(), full=True, progress=progress)
+            self.tracker.swapping()
             counts.transient = counts.transient or self._listing_was_short_of_resources()
             live = self._database.store
             try:

@@ -1,12 +1,16 @@
 """What an agent's index should be built from, and whether the one on disk still is (spec §3.9).
 
-The index metadata records the model, provider, chunking, sources and tokenizer it was built with;
-when any of them differs from what the settings ask for now, a delta sync is not enough and the
-index is rebuilt from scratch.
+The index metadata records the model, provider, chunking, sources and tokenizer it was built with.
+Only what changes the vectors or the rows of a file already indexed rebuilds from scratch: the model,
+provider, chunking, tokenizer, multimodal and transcript settings (issue 24, item 2). Which sources and
+extra paths the index covers does not: a source gained (`sessions` gaining `codex`, a new extra path) is
+new files for a delta sync to add, a source lost is rows for it to prune; the sync then records the
+sources in the metadata (`refreshed_meta`).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import os
 import stat
@@ -76,14 +80,34 @@ def multimodal_scope(mm: MultimodalSettings) -> dict[str, object]:
     return {"enabled": True, "modalities": sorted(mm.kinds), "maxFileBytes": mm.max_file_bytes}
 
 
-def scope_hash(agent: AgentConfig) -> str:
-    """Which files the index was built from: extra paths and multimodal settings (a change rebuilds it);
-    memoryd's transcript switches join only when set, so an index built before they existed is not rebuilt."""
-    extras = sorted(p.as_posix() for p in agent.extra_paths)
-    data: dict[str, object] = {"extraPaths": extras, "multimodal": multimodal_scope(agent.settings.multimodal)}
+def scope_hash(agent: AgentConfig, *, legacy: bool = False) -> str:
+    """What decides the rows of a file: multimodal settings (a change rebuilds the index); memoryd's transcript
+    switches join only when set, so an index built before they existed is not rebuilt. `legacy`: the hash as
+    memoryd wrote it before extra paths left it (they are a delta now): an index written so with today's extra
+    paths is not rebuilt either."""
+    data: dict[str, object] = {"multimodal": multimodal_scope(agent.settings.multimodal)}
+    if legacy:
+        data = {"extraPaths": sorted(p.as_posix() for p in agent.extra_paths), **data}
+    else:
+        data["scope"] = 2
     if agent.settings.transcripts.subagents:
         data["transcripts"] = {"subagents": True}
     return hashlib.sha256(orjson.dumps(data)).hexdigest()
+
+
+def sources_gained(meta: IndexMeta | None, sources: Sequence[str]) -> bool:
+    """The index is to cover a source it was not built with (its first index is due, as a delta)."""
+    return meta is not None and bool(set(sources) - set(meta.sources))
+
+
+def refreshed_meta(agent: AgentConfig, meta: IndexMeta, indexed: Sequence[str]) -> IndexMeta | None:
+    """`meta` with the sources a delta sync just indexed (`indexed`) and today's scope hash; None when the
+    metadata already says so. Everything that would have rebuilt the index is as it was (else no delta)."""
+    sources = tuple(sorted(indexed))
+    current = scope_hash(agent)
+    if tuple(sorted(meta.sources)) == sources and meta.scope_hash == current:
+        return None
+    return dataclasses.replace(meta, sources=sources, scope_hash=current)
 
 
 def desired_meta(
@@ -120,10 +144,9 @@ def full_reindex_reasons(
         (meta.provider != want.provider, f"provider {meta.provider} -> {want.provider}"),
         (meta.provider_key != want.provider_key, "provider settings changed"),
         (
-            tuple(sorted(meta.sources)) != tuple(sorted(want.sources)),
-            f"sources {meta.sources} -> {want.sources}",
+            meta.scope_hash not in (want.scope_hash, scope_hash(agent, legacy=True)),
+            "multimodal or transcript settings changed",
         ),
-        (meta.scope_hash != want.scope_hash, "extra paths, multimodal or transcript settings changed"),
         (meta.chunk_tokens != want.chunk_tokens, "chunk size changed"),
         (meta.chunk_overlap != want.chunk_overlap, "chunk overlap changed"),
         (

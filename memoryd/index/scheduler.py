@@ -280,8 +280,9 @@ class SyncScheduler:
         self._search_sync_posted = False
         started = anyio.current_time()
         try:
+            waiting = lambda: self.queue_depth > 0  # noqa: E731  (vectors wait while a queued sync writes keywords)
             report: SyncReport | BaseException = await self.engine.sync(
-                reason, force=force, session_files=session_files, memory_files=memory_files
+                reason, force=force, session_files=session_files, memory_files=memory_files, interrupted=waiting
             )
         except MemorydError as exc:
             report = exc

@@ -14,6 +14,7 @@ import orjson
 
 from memoryd.index.roots import Unreadable
 from memoryd.index.sync import SyncCounts
+from memoryd.index.tracker import Tracker
 from memoryd.isotime import iso
 
 
@@ -83,6 +84,7 @@ class IndexState:
     skipped: dict[str, tuple[str, str]] = field(default_factory=dict)  # refused files: path -> (reason, message)
 
     damaged_index: dict[str, str] | None = None  # the index itself while it is rebuilt after damage
+    tracker: Tracker = field(default_factory=Tracker)  # what the index is doing now (status's `progress`)
 
     @property
     def is_dirty(self) -> bool:
@@ -120,6 +122,7 @@ class IndexState:
             "indexedAt": iso(self.indexed_at),
             "pending": self.pending,
             "lastSync": last.to_dict() if last else _loads(self.last_sync_saved),
+            "progress": self.tracker.report(),
         }
 
 

@@ -54,6 +54,9 @@ class SearchResponse:
     """memoryd's hybrid: the best candidate's evidence (`pipeline.evidence`), which `min_evidence` judges."""
     min_evidence: float = 0.0
     """The threshold `evidence` was judged against (the agent's `query.min_evidence`; 0 at `minScore` 0)."""
+    indexing: dict[str, object] | None = None
+    """While a first index or rebuild runs, or chunks still wait for vectors: the index's progress (status's
+    `progress` block), so the agent can tell the user that the answer is partial or keyword-only in part."""
 
     def to_dict(self) -> dict[str, object]:
         out: dict[str, object] = {
@@ -72,6 +75,8 @@ class SearchResponse:
         if self.evidence is not None:
             out["evidence"] = round(self.evidence, 6)
             out["minEvidence"] = self.min_evidence
+        if self.indexing is not None:
+            out["indexing"] = self.indexing
         return out
 
 

@@ -340,16 +340,25 @@ def complete_vector_scores(
     marks = ",".join("?" * len(missing))
     with translated("reading vectors of keyword hits"):
         rows: list[Any] = conn.execute(
-            f"SELECT id, embedding FROM chunks WHERE id IN ({marks}) AND model = ? AND length(embedding) = ?",
+            f"SELECT id, embedding FROM chunks WHERE id IN ({marks}) AND model = ? "
+            "AND (embedding IS NULL OR length(embedding) = ?)",
             (*missing, model, q.size * 4),
         ).fetchall()
     extra = [
         replace(missing[str(cid)], vector_score=score, text_score=0.0, score=score)
         for cid, blob in rows
-        if math.isfinite(score := float(np.frombuffer(blob, dtype="<f4") @ q))
+        if math.isfinite(score := _cosine_or_keyword(blob, q, missing[str(cid)]))
     ]
     extra.sort(key=lambda cand: (-cand.vector_score, cand.id))
     return [*hits, *extra]
+
+
+def _cosine_or_keyword(blob: bytes | None, q: Floats, cand: Candidate) -> float:
+    """The chunk's cosine; a chunk still waiting for its vector (keyword first) stands in with its keyword
+    score, so it fuses as the keyword-only path would rank it instead of as a chunk that means nothing."""
+    if blob is None:
+        return cand.text_score
+    return float(np.frombuffer(blob, dtype="<f4") @ q)
 
 
 def _unit(query: npt.ArrayLike) -> Floats:

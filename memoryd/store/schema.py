@@ -153,6 +153,16 @@ def migrate(conn: apsw.Connection) -> None:
                 drop_legacy_vec(conn)
         except apsw.ReadOnlyError:
             log.info("read-only index: the unused float vector table is left for a writable open")
+    try:
+        with conn:
+            conn.execute(WITHOUT_VECTORS_INDEX)
+    except apsw.ReadOnlyError:
+        pass  # a read-only open counts chunks without vectors by a scan instead
+
+
+WITHOUT_VECTORS_INDEX = "CREATE INDEX IF NOT EXISTS idx_chunks_without_vectors ON chunks(model) WHERE embedding IS NULL"
+"""Chunks waiting for their vectors (keyword first), found without reading every chunk: a partial index,
+empty once every vector is in, so it costs nothing then. Not a schema step: any version can have it."""
 
 
 def drop_legacy_vec(conn: apsw.Connection) -> bool:

@@ -23,7 +23,8 @@ from tests.acceptance.host import MEMORYD, UserHome
 pytestmark = [pytest.mark.integration, pytest.mark.anyio]
 
 README = (Path(__file__).resolve().parents[2] / "README.md").read_text()
-SECTION = README.split("### Connect an MCP host", 1)[1].split("\n## ", 1)[0]
+SECTION = README.split("### Connect an MCP host", 1)[1].split("\n## ", 1)[0].split("\n### ", 1)[0]
+"""The host entries' subsection only (the hooks and the HTTP face follow it with blocks of their own)."""
 BLOCKS = re.findall(r"```(sh|json|toml)\n(.*?)```", SECTION, flags=re.DOTALL)
 
 

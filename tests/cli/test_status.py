@@ -62,3 +62,11 @@ def test_in_process(tmp_path: Path) -> None:
     deep = subprocess.run([*base, "--deep", "--json"], capture_output=True, text=True, timeout=120, check=False)
     probe = orjson.loads(deep.stdout)["probe"]
     assert probe["embedding"]["ok"] is None and probe["sqliteVec"]["ok"] is True
+
+
+def test_watch_prints_each_agents_progress_until_idle(daemon: Daemon, cli: RunCli) -> None:
+    out = cli("status", "--watch")
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    assert [line.split(":", 1)[0] for line in lines] == ["alpha", "beta"]  # not a terminal: plain lines
+    assert all(line.split(": ", 1)[1].startswith("idle") and "\r" not in line for line in lines), lines
