@@ -154,11 +154,9 @@ def search_relaxed(
     ranks: dict[int, float] = {}
     _accumulate(ranks, _ranked(conn, "chunks_fts", base_df, cap=cap, budget=budget, limit=limit, sources=sources))
     _accumulate(ranks, _ranked(conn, schema.CJK_TABLE, side_df, cap=cap, budget=budget, limit=limit, sources=sources))
-    if not ranks:
-        return []
     best = sorted(ranks, key=lambda n: (-ranks[n], n))[:limit]
     idf = _unit_idf(plan, main_df, side_df, total)
-    found = _score(conn, best, ranks, plan, idf, features=features)
+    found = _score(conn, best, ranks, plan, idf, features=features) if best else []
     if features.stop_word_fallback and len(found) < limit:
         found += _fallback(
             conn,

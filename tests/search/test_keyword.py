@@ -59,6 +59,9 @@ def test_bm25_order_with_bounded_factors_and_the_stop_word_fallback_after(store:
     assert rare.absolute is not None and rare.score == pytest.approx(max(rare.absolute, common.absolute or 0.0))
     assert 0 < common.score < rare.score
     assert stop.absolute == 0.0 and 0 < stop.score <= kw.FALLBACK_LEVEL  # ranked, never served at a min_score
+    found = search_relaxed(store.conn, "what is my blimp", limit=10, sources=BOTH, tokenizer="unicode61")
+    assert {c.path for c in found} == {"stop.md", "common.md"}  # no content word anywhere: plain bm25's hits
+    assert all(c.absolute == 0.0 for c in found)
 
 
 def test_a_question_finds_a_chunk_that_has_only_some_of_its_words(store: IndexStore) -> None:
