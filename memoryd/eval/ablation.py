@@ -28,9 +28,13 @@ VARIANTS: tuple[Variant, ...] = (
     Variant("no df caps", features=RankingFeatures(KeywordFeatures(df_caps=False))),
     Variant("keep stop words", features=RankingFeatures(KeywordFeatures(stop_words=False))),
     Variant("no vector completion", features=RankingFeatures(vector_completion=False)),
+    Variant("coverage-led keyword order", features=RankingFeatures(KeywordFeatures(bm25_order=False))),
+    Variant("no stop-word fallback", features=RankingFeatures(KeywordFeatures(stop_word_fallback=False))),
     Variant(
         "plain bm25 OR leg",
-        features=RankingFeatures(KeywordFeatures(stop_words=False, coverage=False, proximity=False, df_caps=False)),
+        features=RankingFeatures(
+            KeywordFeatures(stop_words=False, coverage=False, proximity=False, df_caps=False, bm25_order=False)
+        ),
     ),
 )
 

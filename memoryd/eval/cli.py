@@ -1,9 +1,9 @@
 """`memoryd eval SET PATH [SET PATH ...] [--mode M[,M...]] [--ablate] [--pool] [--json] [--work-dir DIR]`.
 
 The command line's `eval` subcommand: `add_parser` registers it, `run` executes it. SET is one of
-`locomo` (LoCoMo's locomo10.json), `realtalk` (REALTALK's data/ directory) or `faq` (a directory of
-FAQ markdown pages). Results go to the given output stream as one table (or JSON); the progress bar
-and errors go to stderr.
+`locomo` (LoCoMo's locomo10.json), `realtalk` (REALTALK's data/ directory), `faq` (a directory of
+FAQ markdown pages), `aider` (a directory of aider chat histories) or `smallnotes` (built in).
+Results go to the given output stream as one table (or JSON); the progress bar and errors go to stderr.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import anyio
 import orjson
 
 from memoryd.errors import ConfigError, MemorydError
-from memoryd.eval import ablation, abstain, faq, locomo, realtalk
+from memoryd.eval import ablation, abstain, aider, faq, locomo, realtalk, smallnotes
 from memoryd.eval.dataset import EvalSet
 from memoryd.eval.harness import DEFAULT, HOOKS, MODES, EvalReport, Mode, Variant, evaluate_set, local_provider
 from memoryd.progress import ProgressBar
@@ -31,11 +31,15 @@ LOADERS: dict[str, Loader] = {
     "locomo": lambda path, pool: locomo.eval_set(locomo.load_locomo(path), pool=pool),
     "realtalk": lambda path, _pool: realtalk.load_realtalk(path),
     "faq": lambda path, _pool: faq.load_faq(path),
+    "aider": lambda path, _pool: aider.load_aider(path),
+    "smallnotes": lambda path, _pool: smallnotes.load_smallnotes(path),
 }
 SET_HELP = {
     "locomo": "LoCoMo's data/locomo10.json (CC BY-NC 4.0, never shipped)",
     "realtalk": "REALTALK's data/ directory (Chat_*.json)",
     "faq": "a directory of FAQ markdown pages (ripgrep's FAQ.md, ruff's docs/faq.md, ...)",
+    "aider": "a directory of aider chat histories (repositories' .aider.chat.history.md, one <project>.md each)",
+    "smallnotes": "built-in one-note workspaces with paraphrased questions (PATH is ignored: give -)",
 }
 
 Parser = argparse.ArgumentParser

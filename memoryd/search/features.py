@@ -23,6 +23,21 @@ class KeywordFeatures:
     """Reward chunks that keep the query's adjacent word pairs together."""
     df_caps: bool = True
     """Leave very common words out of the OR (off: every word is searched, whatever it costs)."""
+    bm25_order: bool = True
+    """Keyword-only: rank by bm25 times the bounded coverage and proximity factors, scaled to the best
+    hit's absolute score (off: rank by the absolute score, coverage and saturated bm25 in equal parts).
+    Hybrid always fuses the absolute score."""
+    bm25_share: float = 1.0
+    """How much of the keyword-only score is the bm25-ordered one (the rest: the absolute score)."""
+    bm25_stop_words: bool = False
+    """Let the query's stop words join the content words' bm25 OR (df caps still apply)."""
+    stop_word_fallback: bool = True
+    """Keyword-only: after every content-word hit, the chunks plain bm25 finds by the query's other
+    words (stop words), in plain bm25's order, scored 0 (never served at a min_score, no evidence)."""
+    coverage_floor: float | None = None
+    """bm25 is multiplied by floor + (1 - floor) x coverage (None: `relaxed.COVERAGE_FLOOR`)."""
+    phrase_gain: float | None = None
+    """...and by 1 + gain x the share of adjacent word pairs kept together (None: `relaxed.PHRASE_GAIN`)."""
 
 
 @dataclass(frozen=True, slots=True)

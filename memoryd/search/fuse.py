@@ -34,6 +34,9 @@ class Candidate:
     coverage: float = 0.0
     """The idf-weighted share of the query's words the chunk holds (memoryd's keyword leg; 0 for a
     chunk only the vector leg found)."""
+    absolute: float | None = None
+    """memoryd's keyword leg: the hit's absolute keyword score (coverage and bm25's mapping in equal
+    parts), which hybrid fuses and weighs as evidence; `score` holds the keyword-only ranking's."""
 
 
 def ranking_key(cand: Candidate) -> tuple[float, str, int, int, str, str]:

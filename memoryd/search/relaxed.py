@@ -8,6 +8,13 @@ every matching row before LIMIT, ~1 us per row): they still count towards covera
 query scan most of the index. Each of these features can be switched off (`KeywordFeatures`) so the
 eval's ablation can measure what it is worth.
 
+Two scores per hit. The absolute score (`absolute`: coverage and bm25's mapping in equal parts) says
+whether the index holds the question at all; hybrid fuses it and weighs it as evidence. Keyword-only
+ranks by bm25 itself, moved only by the bounded coverage and proximity factors, at the best hit's
+absolute level (`score`), and after every content-word hit come the chunks plain bm25 finds by the
+question's stop words alone, in its order, scored near 0: a ranking plain bm25 cannot beat by
+matching what this leg drops (issue 26: coverage-led ranking fell below plain bm25 on long answers).
+
 Queries are built only from quoted tokens (never raw user syntax), so no input can make MATCH fail.
 """
 
@@ -17,7 +24,7 @@ import itertools
 import math
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import apsw
@@ -50,6 +57,10 @@ PHRASE_GAIN = 0.5
 """...and by 1 + PHRASE_GAIN x the share of the query's adjacent word pairs found adjacent."""
 COVERAGE_WEIGHT = 0.5
 """Keyword-only score = COVERAGE_WEIGHT x coverage + (1 - COVERAGE_WEIGHT) x bm25 score."""
+MIN_LEVEL = 1e-3
+"""When no hit holds a content word, bm25's order is kept at this level (below any useful min_score)."""
+FALLBACK_LEVEL = 1e-6
+"""Stop-word-only hits score at most this: bm25's order among them, below every content-word hit."""
 # Conversational verbs that say how a memory was made, not what it is about.
 _FILLER_VERBS = """
     say says said tell tells told talk talked talking discuss discussed discussing mention mentioned
@@ -132,17 +143,83 @@ def search_relaxed(
     cap = max(MIN_DF_CAP, int(MAX_DF_SHARE * total)) if features.df_caps else total + 1
     budget = ROW_BUDGET if features.df_caps else math.inf
     main_df = {w: capped_df(conn, "chunks_fts", w, cap) for w in plan.words}
+    base_df = dict(main_df)
+    if features.bm25_stop_words:  # bm25's OR as the floor asks it: the stop words too, within the caps
+        for token in dict.fromkeys(t.lower() for t in query_tokens(query)):
+            if token not in base_df and not has_cjk(token):
+                base_df[token] = capped_df(conn, "chunks_fts", token, cap)
     side_df: dict[str, int] = {}
     if fts_rows(conn, schema.CJK_TABLE) != 0:  # no CJK text anywhere: nothing to look up
         side_df = {g: capped_df(conn, schema.CJK_TABLE, g, cap) for g in plan.ngrams}
     ranks: dict[int, float] = {}
-    _accumulate(ranks, _ranked(conn, "chunks_fts", main_df, cap=cap, budget=budget, limit=limit, sources=sources))
+    _accumulate(ranks, _ranked(conn, "chunks_fts", base_df, cap=cap, budget=budget, limit=limit, sources=sources))
     _accumulate(ranks, _ranked(conn, schema.CJK_TABLE, side_df, cap=cap, budget=budget, limit=limit, sources=sources))
-    if not ranks:
-        return []
     best = sorted(ranks, key=lambda n: (-ranks[n], n))[:limit]
     idf = _unit_idf(plan, main_df, side_df, total)
-    return _score(conn, best, ranks, plan, idf, features=features)
+    found = _score(conn, best, ranks, plan, idf, features=features) if best else []
+    if features.stop_word_fallback and len(found) < limit:
+        found += _fallback(
+            conn,
+            query,
+            base_df,
+            {int(n) for n in best},
+            cap=cap,
+            budget=budget,
+            limit=limit - len(found),
+            sources=sources,
+        )
+    return found
+
+
+def _fallback(
+    conn: apsw.Connection,
+    query: str,
+    df: dict[str, int],
+    seen: set[int],
+    *,
+    cap: int,
+    budget: float,
+    limit: int,
+    sources: Sequence[str],
+) -> list[Candidate]:
+    """What plain bm25 (an OR of every token of the question) finds beyond the content-word hits, in
+    its order, scored 0: a one-line note that shares only "I" or "my" with the question still ranks
+    for keyword-only, as it does for bm25, but is never served at a min_score nor counts as evidence."""
+    full = dict(df)
+    for token in dict.fromkeys(t.lower() for t in query_tokens(query)):
+        if token not in full and not has_cjk(token):
+            full[token] = capped_df(conn, "chunks_fts", token, cap)
+    if set(full) == set(df):  # no other word to look for
+        return []
+    found = _ranked(
+        conn, "chunks_fts", full, cap=cap, budget=budget, limit=limit + len(seen), sources=sources, recent=False
+    )
+    extra = [(n, r) for n, r in found if n not in seen][:limit]
+    if not extra:
+        return []
+    with translated("reading keyword hits"):
+        rows: list[Any] = conn.execute(
+            "SELECT n, id, path, source, start_line, end_line, text, ts FROM chunks "
+            f"WHERE n IN ({','.join(str(n) for n, _r in extra)})"
+        ).fetchall()
+    by_n = {int(r[0]): r for r in rows}
+    top = max(r for _n, r in extra) or 1.0
+    return [
+        Candidate(
+            id=str(cid),
+            path=str(path),
+            source=str(source),
+            start_line=int(start),
+            end_line=int(end),
+            snippet=str(text),
+            score=FALLBACK_LEVEL * relevance / top,
+            ts_ms=int(ts),
+            absolute=0.0,
+        )
+        for n, relevance in extra
+        if n in by_n
+        for _n, cid, path, source, start, end, text, ts in [by_n[n]]
+    ]
 
 
 def _accumulate(ranks: dict[int, float], found: Iterable[tuple[int, float]]) -> None:
@@ -159,8 +236,10 @@ def _ranked(
     budget: float,
     limit: int,
     sources: Sequence[str],
+    recent: bool = True,
 ) -> list[tuple[int, float]]:
-    """(rowid, -bm25) of the best `limit` rows of `table` for the affordable terms of `df`."""
+    """(rowid, -bm25) of the best `limit` rows of `table` for the affordable terms of `df` (when none is
+    affordable: of the newest chunks, unless `recent` is off)."""
     present = sorted((count, term) for term, count in df.items() if count > 0)
     if not present:
         return []
@@ -172,6 +251,8 @@ def _ranked(
         kept.append(term)
         rows += count
     window = ""
+    if not kept and not recent:
+        return []
     if not kept:  # every term is in a large share of the index: rank the newest chunks only
         kept = [term for _count, term in present]
         window = f" AND {table}.rowid > (SELECT COALESCE(MAX(n), 0) FROM chunks) - {RECENT_WINDOW}"
@@ -235,16 +316,22 @@ def _score(
     pairs = plan.pairs if features.proximity else ()
     pair_patterns = [re.compile(re.escape(fold(a)) + r"\W+" + re.escape(fold(b)) + r"\b") for a, b in pairs]
     weight_total = sum(idf.values())
+    floor = COVERAGE_FLOOR if features.coverage_floor is None else features.coverage_floor
+    gain = PHRASE_GAIN if features.phrase_gain is None else features.phrase_gain
     out: list[Candidate] = []
+    relevances: list[float] = []
     for n, cid, path, source, start, end, text, ts in rows:
         folded = fold(str(text))
         matched = sum(w for unit, w in idf.items() if contains(folded, stems[unit]))
         coverage = matched / weight_total if weight_total > 0 else 1.0
         phrase = sum(1 for p in pair_patterns if _has_phrase(folded, p)) / len(pair_patterns) if pair_patterns else 0.0
-        weight = COVERAGE_FLOOR + (1 - COVERAGE_FLOOR) * coverage if features.coverage else 1.0
-        relevance = ranks[int(n)] * weight * (1 + PHRASE_GAIN * phrase)
+        weight = floor + (1 - floor) * coverage if features.coverage else 1.0
+        relevance = ranks[int(n)] * weight * (1 + gain * phrase)
+        relevances.append(relevance)
         text_score = bm25_rank_to_score(-relevance)
         score = COVERAGE_WEIGHT * coverage + (1 - COVERAGE_WEIGHT) * text_score if features.coverage else text_score
+        if matched == 0 and weight_total > 0 and features.bm25_stop_words:  # only stop words matched
+            score = 0.0
         out.append(
             Candidate(
                 id=str(cid),
@@ -257,7 +344,30 @@ def _score(
                 score=score,
                 ts_ms=int(ts),
                 coverage=coverage,
+                absolute=score,
             )
         )
+    if features.bm25_order and out:
+        out = _bm25_scaled(out, relevances, features.bm25_share)
     out.sort(key=lambda c: (-c.score, c.path, c.start_line, c.end_line, c.source, c.id))
     return out
+
+
+def _bm25_scaled(cands: Sequence[Candidate], relevances: Sequence[float], share: float = 1.0) -> list[Candidate]:
+    """Scores in bm25's order: each hit's share of the best relevance, times the best absolute score.
+
+    The absolute score (coverage and bm25's mapping in equal parts) says whether the index holds the
+    question at all, but bm25's mapping saturates, so ranking by it is ranking by coverage: long chunks
+    holding every common word beat the one that holds the rare ones. Here the order is bm25's, moved
+    only by the bounded coverage and proximity factors (a hit overtakes another only when its factors
+    outweigh a bm25 ratio of at most (1 / floor) x (1 + gain)), and the level stays absolute: the best
+    hit scores what the best hit scored before, so min_score and abstention keep their meaning.
+    """
+    best_relevance = max(relevances)
+    best_score = max([c.score for c in cands] + [MIN_LEVEL])
+    if best_relevance <= 0:
+        return list(cands)
+    return [
+        replace(c, score=share * best_score * r / best_relevance + (1 - share) * c.score)
+        for c, r in zip(cands, relevances, strict=True)
+    ]

@@ -42,7 +42,26 @@ def put(store: IndexStore, path: str, texts: Sequence[str], source: str = "memor
 
 
 def paths(store: IndexStore, query: str, sources: Sequence[str] = BOTH, limit: int = 10) -> list[str]:
-    return [c.path for c in search_relaxed(store.conn, query, limit=limit, sources=sources, tokenizer="unicode61")]
+    """The content-word hits (stop-word-only hits, keyword-only's bm25 fallback, have `absolute` 0)."""
+    found = search_relaxed(store.conn, query, limit=limit, sources=sources, tokenizer="unicode61")
+    return [c.path for c in found if c.absolute != 0.0]
+
+
+def test_bm25_order_with_bounded_factors_and_the_stop_word_fallback_after(store: IndexStore) -> None:
+    put(store, "rare.md", ["The zeppelin hangar."])
+    put(store, "common.md", ["My hangar, my hangar, my old hangar by the shed."])
+    put(store, "stop.md", ["What is it that I do?"])
+    found = search_relaxed(
+        store.conn, "what do I keep in the zeppelin hangar", limit=10, sources=BOTH, tokenizer="unicode61"
+    )
+    assert [c.path for c in found] == ["rare.md", "common.md", "stop.md"]
+    rare, common, stop = found
+    assert rare.absolute is not None and rare.score == pytest.approx(max(rare.absolute, common.absolute or 0.0))
+    assert 0 < common.score < rare.score
+    assert stop.absolute == 0.0 and 0 < stop.score <= kw.FALLBACK_LEVEL  # ranked, never served at a min_score
+    found = search_relaxed(store.conn, "what is my blimp", limit=10, sources=BOTH, tokenizer="unicode61")
+    assert {c.path for c in found} == {"stop.md", "common.md"}  # no content word anywhere: plain bm25's hits
+    assert all(c.absolute == 0.0 for c in found)
 
 
 def test_a_question_finds_a_chunk_that_has_only_some_of_its_words(store: IndexStore) -> None:
