@@ -28,6 +28,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "memoryd.config",
             "memoryd.hooksettings",  # the [hooks] table, read by the hook without the settings tree
             "memoryd.hookblock",  # the hooks' cited block: the hook renders it, eval measures it
+            "memoryd.hookruns",  # what the hooks last injected (counts): status and the viewer read it
             "memoryd.compat",  # a settings profile
             "memoryd.qmd.settings",  # the [qmd] table of the settings tree
             "memoryd.media",  # which files are images and audio, which models embed them (settings check it)

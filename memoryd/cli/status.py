@@ -37,13 +37,9 @@ def run(args: argparse.Namespace, cfg: Config, out: TextIO) -> int:
 def hook_runs(cfg: Config) -> dict[str, Any]:
     """When each host's hook last ran and what it injected (`<state dir>/hooks/last.json`: counts, never
     text), its time as ISO 8601; empty when no hook ran on this machine."""
-    from memoryd.cli.hooks.state import last_runs
+    from memoryd.hookruns import recent_runs
 
-    runs: dict[str, Any] = {}
-    for key, run in last_runs(cfg.state_dir).items():
-        if isinstance(run, dict) and isinstance(run.get("at"), int):
-            runs[key] = {**run, "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(run["at"]))}
-    return runs
+    return dict(recent_runs(cfg.state_dir))
 
 
 def _in_process(args: argparse.Namespace, cfg: Config, agents: list[AgentConfig]) -> list[dict[str, Any]]:

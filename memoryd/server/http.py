@@ -151,7 +151,7 @@ async def serve_http(
     origins = origins_for(host, port, settings)
     mcp = McpFace(service, catalog, origins.security(), max_body_bytes=settings.max_body_bytes)
     limits = TokenLimits(settings.rate_per_minute, settings.max_concurrent)
-    viewer = Viewer(service, store, limits, catalog, max_body_bytes=settings.max_body_bytes)
+    viewer = Viewer(service, store, limits, catalog, max_body_bytes=settings.max_body_bytes, state_dir=state_dir)
     app = HttpFace(mcp, viewer, store, origins, limits, timeout_s=settings.timeout_s, max_running=settings.max_running)
     config = uvicorn.Config(
         app,

@@ -155,3 +155,25 @@ async def test_revoking_the_token_ends_its_viewer_session(http: Http) -> None:
             after = await client.get("/a/alpha")
     assert before.status_code == 200
     assert after.status_code == 303 and after.headers["location"] == "/login"
+
+
+async def test_the_agent_page_shows_what_the_hooks_last_injected(http: Http) -> None:
+    from memoryd.cli.hooks.state import record_run
+
+    token = http.token("alpha")
+    with anyio.fail_after(30):
+        async with httpx2.AsyncClient(base_url=http.base) as client:
+            await login(http, client, token)
+            before = await client.get("/a/alpha")
+            # What `memoryd hook` notes after each run, with the hook's own writer (counts, never text).
+            record_run(http.daemon.state, "claude-code", "UserPromptSubmit", injected=3, chars=612, outcome="injected")
+            record_run(http.daemon.state, "codex", "Stop", injected=0, chars=0, outcome="captured")
+            after = await client.get("/a/alpha")
+    assert before.status_code == 200 and "No host hook has run on this machine." in before.text
+    row = re.search(
+        r"<tr><td>claude-code UserPromptSubmit</td><td>[0-9T:-]+Z</td><td>injected</td>"
+        r"<td class=num>3</td><td class=num>612</td></tr>",
+        after.text,
+    )
+    assert row, after.text
+    assert "<td>codex Stop</td>" in after.text and "<td>captured</td>" in after.text

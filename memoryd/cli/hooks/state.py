@@ -20,12 +20,11 @@ from pathlib import Path
 import orjson
 
 from memoryd.hookblock import snippet_key
+from memoryd.hookruns import FOLDER, LAST_NAME, last_runs
 from memoryd.runtime.private import ensure_private_dir
 
 __all__ = ["SessionState", "last_runs", "prune", "record_run", "snippet_key"]
 
-FOLDER = "hooks"
-LAST_NAME = "last.json"
 MAX_SEEN = 512
 MAX_SESSIONS = 256
 KEEP_DAYS = 14
@@ -128,12 +127,3 @@ def record_run(state_dir: Path, host: str, event: str, *, injected: int, chars: 
         data = _read(fd)
         data[f"{host} {event}"] = {"at": int(time.time()), "injected": injected, "chars": chars, "outcome": outcome}
         _write(fd, data)
-
-
-def last_runs(state_dir: Path) -> dict[str, object]:
-    """`last.json`: per `host event`, when it last ran and what it injected; empty when none ran."""
-    try:
-        data = orjson.loads((folder(state_dir) / LAST_NAME).read_bytes())
-    except (OSError, orjson.JSONDecodeError):
-        return {}
-    return data if isinstance(data, dict) else {}

@@ -17,14 +17,17 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from importlib import resources
+from pathlib import Path
 from typing import Any, Protocol, cast, runtime_checkable
 from urllib.parse import parse_qs
 
+import anyio.to_thread
 import structlog
 from starlette.datastructures import Headers, QueryParams
 from starlette.types import Receive, Scope, Send
 
 from memoryd.errors import AccessDeniedError, MemorydError, NotFoundError, WriteRefusedError, first_error
+from memoryd.hookruns import recent_runs
 from memoryd.server.httpface import respond
 from memoryd.server.httplimits import SlowClientError, TokenLimits
 from memoryd.server.schemas import ToolSchema, validate_arguments
@@ -85,8 +88,11 @@ class Viewer:
         tools: Sequence[ToolSchema],
         *,
         max_body_bytes: int,
+        state_dir: Path | None = None,
     ) -> None:
         self.service = service
+        self.state_dir = state_dir
+        """Where the hooks note what they injected (memoryd.hookruns); None shows no hooks section."""
         self.max_body_bytes = max_body_bytes
         self.tools = {tool.name: tool for tool in tools}
         self.store = store
@@ -208,7 +214,8 @@ class Viewer:
             listings = self.service if isinstance(self.service, Listings) else None
             files = await listings.list_files(agent) if listings else []
             writes = listings.recent_writes(agent) if listings else []
-            return pages.agent_home(agent, status, files, writes, csrf, writable=writable)
+            hooks = await anyio.to_thread.run_sync(recent_runs, self.state_dir) if self.state_dir else {}
+            return pages.agent_home(agent, status, files, writes, csrf, writable=writable, hooks=hooks)
         if action == "search" and method == "GET":
             text = query.get("q", "").strip()
             if not text:

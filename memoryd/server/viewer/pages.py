@@ -118,6 +118,7 @@ def agent_home(
     csrf: str,
     *,
     writable: bool,
+    hooks: Mapping[str, Mapping[str, object]] | None = None,
 ) -> str:
     last = (status.get("daemon") or {}).get("lastSync") or {}
     embedding = status.get("embedding") or {}
@@ -168,9 +169,25 @@ def agent_home(
         f"<section><h2>Index</h2><table class=status id=status>{_rows(facts)}</table>{degraded_html}"
         f"{skipped_html}</section>"
         f"<section><h2>Notes and sessions</h2><table class=files><tr><th>path</th><th>source</th><th>bytes</th></tr>"
-        f"{listing}</table></section><section>{saves_html}</section>" + (write_form(agent, csrf) if writable else "")
+        f"{listing}</table></section><section>{saves_html}</section>{hooks_section(hooks or {})}"
+        + (write_form(agent, csrf) if writable else "")
     )
     return layout(agent, body, nav=nav(agent, csrf))
+
+
+def hooks_section(hooks: Mapping[str, Mapping[str, object]]) -> str:
+    """What the host hooks of this machine last did (counts from memoryd.hookruns, never the text)."""
+    if not hooks:
+        return "<section><h2>Hooks</h2><p class=muted>No host hook has run on this machine.</p></section>"
+    rows = "".join(
+        f"<tr><td>{esc(key)}</td><td>{esc(run.get('at'))}</td><td>{esc(run.get('outcome'))}</td>"
+        f"<td class=num>{esc(run.get('injected'))}</td><td class=num>{esc(run.get('chars'))}</td></tr>"
+        for key, run in sorted(hooks.items())
+    )
+    return (
+        "<section><h2>Hooks</h2><table class=hooks id=hooks><tr><th>host and event</th><th>last ran</th>"
+        f"<th>outcome</th><th>snippets injected</th><th>characters</th></tr>{rows}</table></section>"
+    )
 
 
 def write_form(agent: str, csrf: str) -> str:
