@@ -7,6 +7,7 @@ so the figure is the hook's). Kept light and low in the layers for both.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import re
 from collections.abc import Mapping, Sequence
@@ -36,6 +37,8 @@ class Hit:
     source: str
     lines: tuple[int, int] | None = None
     """The lines the snippet shows (the matching window when the reply says, else the chunk's)."""
+    exact: bool = False
+    """`lines` map onto the text line for line (a note's snippet window), so a cut can narrow them."""
 
     @property
     def key(self) -> str:
@@ -73,28 +76,66 @@ def hits_of(reply: Mapping[str, object]) -> list[Hit]:
         text = _FOOTER_LINE.sub("", text).strip()
         start, end = _lines(r)
         lines = (start, end) if isinstance(start, int) and isinstance(end, int) else None
+        exact = lines is not None and isinstance(r.get("snippetStartLine"), int)
+        exact = exact and lines is not None and text.count("\n") == lines[1] - lines[0]
         if text:
-            hits.append(Hit(r["path"], label, text, str(r.get("source") or ""), lines))
+            hits.append(Hit(r["path"], label, text, str(r.get("source") or ""), lines, exact))
     return hits
 
 
 def render(hits: Sequence[Hit], max_chars: int) -> tuple[str, list[Hit]]:
-    """The block within `max_chars` (frame included) and the hits it holds; ("", []) when none fits."""
+    """The block within `max_chars` (frame included) and the hits it holds; ("", []) when none fits.
+
+    The budget is shared: each hit gets an equal part (a shorter one leaves the rest to the others), so a
+    long first snippet cannot crowd out the next results; a cut snippet keeps its head, which is where its
+    matching window opens. When the parts would be too small to say anything, the lowest-ranked hits go."""
     room = max_chars - len(HEADER) - len(FOOTER)
+    items = [(f"- {hit.label}: ", " ".join(hit.text.split())) for hit in hits]
+    for count in range(len(items), 0, -1):
+        parts = _shares([len(lead) + len(text) + 1 for lead, text in items[:count]], room)
+        spaces = [part - len(lead) - 1 for part, (lead, _text) in zip(parts, items, strict=False)]
+        if all(space >= min(len(text), MIN_SNIPPET_CHARS) for space, (_lead, text) in zip(spaces, items, strict=False)):
+            break
+    else:
+        return "", []
     lines: list[str] = []
     shown: list[Hit] = []
-    for hit in hits:
-        lead = f"- {hit.label}: "
-        text = " ".join(hit.text.split())
-        space = room - len(lead) - 1  # the newline
-        if space < min(len(text), MIN_SNIPPET_CHARS):
-            break
-        if len(text) > space:
-            text = text[: space - 1].rstrip() + "…"
-        line = lead + text
-        lines.append(line)
-        shown.append(hit)
-        room -= len(line) + 1
-    if not lines:
-        return "", []
+    for hit, (lead, text), space in zip(hits, items, spaces, strict=False):
+        if len(text) <= space:
+            lines.append(lead + text)
+            shown.append(hit)
+            continue
+        narrowed = _narrowed(hit, space - 1)  # its label names only the lines still shown (never longer)
+        lines.append(f"- {narrowed.label}: " + text[: space - 1].rstrip() + "…")
+        shown.append(narrowed)
     return HEADER + "\n".join(lines) + "\n" + FOOTER, shown
+
+
+def _shares(needs: Sequence[int], room: int) -> list[int]:
+    """Split `room` among items needing `needs`: equal parts, what a smaller item leaves going to the rest."""
+    parts = [0] * len(needs)
+    left, count = room, len(needs)
+    for i in sorted(range(len(needs)), key=lambda k: needs[k]):
+        parts[i] = min(needs[i], left // count) if count else 0
+        left -= parts[i]
+        count -= 1
+    return parts
+
+
+def _narrowed(hit: Hit, shown_chars: int) -> Hit:
+    """A hit cut to its first `shown_chars` characters names only the lines still shown, where its lines
+    map onto its text line for line (a note's window; a transcript's records do not)."""
+    if hit.lines is None or not hit.exact:
+        return hit
+    start, end = hit.lines
+    used, last = 0, start
+    for number, line in enumerate(hit.text.split("\n"), start=start):
+        if used >= shown_chars or number > end:
+            break
+        last = number
+        used += len(" ".join(line.split())) + 1
+    if last == end:
+        return hit
+    path = hit.path
+    label = f"{path}#L{start}" if last == start else f"{path}#L{start}-L{last}"
+    return dataclasses.replace(hit, label=label, lines=(start, last))

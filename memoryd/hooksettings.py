@@ -28,7 +28,7 @@ class HooksSettings:
 
     max_chars: int = 1500
     """Characters of recalled snippets injected before one prompt, the block's frame included."""
-    max_results: int = 4
+    max_results: int = 5
     """Snippets injected before one prompt, at most."""
     timeout_ms: int = 2000
     """How long a recall or session-start brief waits for the daemon; past it nothing is injected."""

@@ -158,3 +158,28 @@ def test_hook_settings_are_checked(table: dict[str, object], needle: str) -> Non
     with pytest.raises(ConfigError, match=needle):
         read(table)
     assert read({"max_chars": 900, "scope": "all"}) == HooksSettings(max_chars=900, scope="all")
+
+
+def test_render_shares_the_budget_so_five_long_snippets_all_show() -> None:
+    # A 700-character window each: greedily, two would fill 1,500 characters; shared, all five show their head.
+    hits = [hit(f"memory/{i}.md", f"match{i} " + "word " * 140, "memory") for i in range(5)]
+    block, shown = recall.render(hits, 1500)
+    assert len(block) <= 1500 and [h.path for h in shown] == [f"memory/{i}.md" for i in range(5)]
+    assert all(f"match{i}" in block for i in range(5))
+    short = [hit("memory/a.md", "a short note", "memory"), *hits[:2]]
+    block, shown = recall.render(short, 600)
+    assert "a short note" in block and len(shown) == 3  # what a short snippet leaves goes to the others
+
+
+def test_a_cut_note_window_names_only_the_lines_it_still_shows() -> None:
+    from memoryd.hookblock import hits_of
+
+    text = "\n".join(f"line {k} says something about the backups and where they go" for k in range(3, 9))
+    result = {"path": "MEMORY.md", "startLine": 1, "endLine": 20, "snippetStartLine": 3, "snippetEndLine": 8}
+    reply = {"results": [{**result, "citation": "MEMORY.md#L3-L8", "snippet": text, "source": "memory"}] * 3}
+    block, shown = recall.render(hits_of(reply), 700)
+    assert shown and all(h.lines is not None and h.lines[0] == 3 and h.lines[1] < 8 for h in shown)
+    assert f"- MEMORY.md#L3-L{shown[0].lines[1]}: line 3 says" in block  # type: ignore[index]
+    transcript = {**result, "path": "sessions/s.jsonl", "snippetStartLine": None, "snippet": text, "source": "sessions"}
+    (kept,) = recall.render(hits_of({"results": [{**transcript, "citation": "sessions/s.jsonl#L1-L20"}]}), 300)[1]
+    assert kept.lines == (1, 20)  # a transcript's records do not map onto its text: its lines stay
