@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -203,3 +203,23 @@ def fsync_dir(path: Path) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+@contextlib.contextmanager
+def immediate_transaction(
+    conn: apsw.Connection, what: str, before_commit: Callable[[], None] | None = None
+) -> Iterator[None]:
+    """BEGIN IMMEDIATE ... COMMIT (rollback on any error): the writer takes the lock up front. `what` names
+    the database in errors ("the index", "the retention store"); `before_commit` runs last (a crash point)."""
+    with translated(f"writing {what}"):
+        conn.execute("BEGIN IMMEDIATE")
+    try:
+        yield
+    except BaseException:
+        with contextlib.suppress(apsw.Error):
+            conn.execute("ROLLBACK")
+        raise
+    if before_commit is not None:
+        before_commit()
+    with translated(f"committing {what}"):
+        conn.execute("COMMIT")

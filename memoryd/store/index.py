@@ -17,7 +17,7 @@ from memoryd.embeddings.base import Fingerprint, Vectors
 from memoryd.faults import crash_point
 from memoryd.sources.chunking import Chunk
 from memoryd.store import schema
-from memoryd.store.db import VecState, translated
+from memoryd.store.db import VecState, immediate_transaction, translated
 from memoryd.store.ngrams import has_cjk, side_document
 
 META_KEY = "memory_index_meta_v1"
@@ -116,17 +116,8 @@ class IndexStore:
     @contextlib.contextmanager
     def transaction(self) -> Iterator[None]:
         """BEGIN IMMEDIATE ... COMMIT (rollback on any error): the writer takes the lock up front."""
-        with translated("writing the index"):
-            self.conn.execute("BEGIN IMMEDIATE")
-        try:
+        with immediate_transaction(self.conn, "the index", lambda: crash_point("store:before-commit")):
             yield
-        except BaseException:
-            with contextlib.suppress(apsw.Error):
-                self.conn.execute("ROLLBACK")
-            raise
-        crash_point("store:before-commit")
-        with translated("committing the index"):
-            self.conn.execute("COMMIT")
 
     # ---------------------------------------------------------------- meta
 

@@ -22,7 +22,7 @@ from typing import Any
 import apsw
 
 from memoryd.sources.transcripts import Transcript
-from memoryd.store.db import connect, translated
+from memoryd.store.db import connect, immediate_transaction, translated
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS retained(
@@ -140,16 +140,8 @@ class RetentionStore:
 
     @contextlib.contextmanager
     def transaction(self) -> Iterator[None]:
-        with translated("writing the retention store"):
-            self.conn.execute("BEGIN IMMEDIATE")
-        try:
+        with immediate_transaction(self.conn, "the retention store"):
             yield
-        except BaseException:
-            with contextlib.suppress(apsw.Error):
-                self.conn.execute("ROLLBACK")
-            raise
-        with translated("committing the retention store"):
-            self.conn.execute("COMMIT")
 
     def put(self, entries: Iterable[Retained]) -> None:
         """Insert or replace transcripts as read now (present on disk: `gone_at` cleared)."""
