@@ -576,8 +576,13 @@ def test_planted_secrets_never_reach_the_database_nor_the_logs(
     snapshots.append(files_bytes(agent_dir))
     terms = fts_terms(agent_dir / "index.sqlite")
     leaked = []
+    # What the transcript says around its secrets is stored as it is: a piece found there (" connect" of a
+    # BIP-39 phrase beside "connect with ftp://…", seed 2466293149) proves nothing.
+    prose = "\n".join(text.replace(secret, " ") for text, secret in planted.values())
     for fmt, (_text, secret) in planted.items():
         for piece in fragments(secret):
+            if piece.strip() in prose:  # also as a speaker prefix puts it: "Assistant: connect"
+                continue
             if any(piece.encode() in blob for blob in snapshots) or any(piece.lower() in t for t in terms):
                 leaked.append(fmt)
         if secret in d.log_text():
