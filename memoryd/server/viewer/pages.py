@@ -138,6 +138,7 @@ def agent_home(
         ("queue depth", status.get("queueDepth", 0)),
         ("up to date", "no (changes waiting)" if status.get("dirty") else "yes"),
         ("last sync", f"{last.get('at') or 'never'} ({last.get('reason') or '-'}, {last.get('durationMs') or 0} ms)"),
+        *_progress_rows(status.get("progress")),
     ]
     skipped = status.get("skippedFiles") or []
     skipped_html = (
@@ -188,6 +189,25 @@ def hooks_section(hooks: Mapping[str, Mapping[str, object]]) -> str:
         "<section><h2>Hooks</h2><table class=hooks id=hooks><tr><th>host and event</th><th>last ran</th>"
         f"<th>outcome</th><th>snippets injected</th><th>characters</th></tr>{rows}</table></section>"
     )
+
+
+def _progress_rows(progress: object) -> list[tuple[str, object]]:
+    """Indexing progress from status (phase, files, chunks, rate, time left); one row when idle."""
+    if not isinstance(progress, Mapping) or progress.get("phase") in (None, "idle"):
+        return [("indexing", "idle")]
+    files = progress.get("files") or {}
+    chunks = progress.get("chunks") or {}
+    rate, eta = progress.get("chunksPerSecond"), progress.get("etaSeconds")
+    return [
+        ("indexing", f"{progress.get('phase')} ({progress.get('job') or '-'})"),
+        (
+            "files indexed / seen / total",
+            f"{files.get('indexed', 0)} / {files.get('seen', 0)} / {files.get('total', 0)}",
+        ),
+        ("chunks embedded / without vectors", f"{chunks.get('embedded', 0)} / {chunks.get('withoutVectors', 0)}"),
+        ("rate", f"{rate:.1f} chunks/s" if isinstance(rate, int | float) else "-"),
+        ("time left", f"~{round(eta)} s" if isinstance(eta, int | float) else "unknown"),
+    ]
 
 
 def write_form(agent: str, csrf: str) -> str:
