@@ -128,7 +128,7 @@ async def test_no_wrong_expired_or_revoked_token_is_401(http: Http) -> None:
         assert done.returncode == 0, done.stderr
         answers = {
             "none": await raw_post(http, "/mcp", None),
-            "wrong": await raw_post(http, "/mcp", good[:-4] + "AAAA"),
+            "wrong": await raw_post(http, "/mcp", good[:-4] + ("BBBB" if good.endswith("AAAA") else "AAAA")),
             "garbage": await raw_post(http, "/mcp", "hello"),
             "expired": await raw_post(http, "/mcp", expired),
             "revoked": await raw_post(http, "/mcp", revoked),
