@@ -39,7 +39,7 @@ from memoryd.search.pipeline import (
     order_single,
     to_results,
 )
-from memoryd.search.relaxed import search_relaxed
+from memoryd.search.relaxed import FALLBACK_LEVEL, search_relaxed
 from memoryd.search.request import SearchMode, SearchRequest, SearchResponse, corpus_sources
 from memoryd.search.rerank import Reranker, build_reranker, rerank
 from memoryd.search.timeframe import parse_timeframe
@@ -232,8 +232,10 @@ class Searcher:
         if self.settings.query.keyword_strategy == "openclaw":
             found = await anyio.to_thread.run_sync(self._openclaw_keyword, q, sources, opts)
             return _Ranked(found, "keyword", None, fallback, None)
-        if keyword_hits is None:
-            keyword_hits = await anyio.to_thread.run_sync(self._keyword_leg, q, sources, opts)
+        listed = opts.min_score <= FALLBACK_LEVEL  # the ranking as it is: the stop-word fallback's hits too
+        if keyword_hits is None or listed:
+            leg = functools.partial(self._keyword_leg, q, sources, opts, fallback=listed)
+            keyword_hits = await anyio.to_thread.run_sync(leg)
         order = functools.partial(order_single, keyword_hits, opts, self._mtime_lookup())
         ranked = await anyio.to_thread.run_sync(order) if opts.decay_enabled else order()
         ranked, rerank_info = await self._rerank(q, ranked)
@@ -278,7 +280,14 @@ class Searcher:
         except TimeoutError:
             return f"query embedding took over {QUERY_EMBED_TIMEOUT_S:g} s"
 
-    def _keyword_leg(self, q: str, sources: Sequence[str], _opts: RankOptions) -> list[Candidate]:
+    def _keyword_leg(
+        self, q: str, sources: Sequence[str], _opts: RankOptions, *, fallback: bool = False
+    ) -> list[Candidate]:
+        """The relaxed leg; its stop-word fallback only when asked (`_keyword_only` at a min_score that can
+        serve hits scored ~0): hybrid drops those hits, and finding them costs the stop words' rows."""
+        features = self.features.keyword
+        if features.stop_word_fallback and not fallback:
+            features = replace(features, stop_word_fallback=False)
         with self._readers.reader() as (conn, _vec):
             return search_relaxed(
                 conn,
@@ -286,7 +295,7 @@ class Searcher:
                 limit=MAX_CANDIDATES,
                 sources=sources,
                 tokenizer=self.settings.store.fts.tokenizer,
-                features=self.features.keyword,
+                features=features,
             )
 
     def _openclaw_hybrid_leg(self, q: str, sources: Sequence[str], opts: RankOptions) -> list[Candidate]:
