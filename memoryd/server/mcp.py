@@ -8,8 +8,9 @@ can fix (bad arguments, a path outside the roots, a missing file) come back as t
 
 from __future__ import annotations
 
+import contextlib
 import functools
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -177,16 +178,8 @@ def build_server(service: MemoryService, tools: Sequence[ToolSchema], binding: A
         return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=payload)
 
     async def sync(ctx: ServerRequestContext[dict[str, Any]], params: SyncParams) -> dict[str, Any]:
-        try:
+        with _as_mcp_error("sync_failed"):
             return await service.sync(binding.resolve(service), force=params.force, reason=params.reason)
-        except MemorydError as exc:
-            raise MCPError(MEMORYD_ERROR, str(exc), {"error": type(exc).__name__}) from exc
-        except Exception as exc:
-            inner = first_error(exc)
-            if isinstance(inner, MemorydError):
-                raise MCPError(MEMORYD_ERROR, describe(inner), {"error": type(inner).__name__}) from exc
-            log.exception("sync_failed", error=describe(exc))
-            raise MCPError(INTERNAL_ERROR, "internal error") from exc
 
     async def reload(ctx: ServerRequestContext[dict[str, Any]], params: ReloadParams) -> dict[str, Any]:
         """Daemon-wide, so any connection may ask (bound or not); a broken file is a result, not an error."""
@@ -196,18 +189,10 @@ def build_server(service: MemoryService, tools: Sequence[ToolSchema], binding: A
             raise MCPError(MEMORYD_ERROR, str(exc), {"error": type(exc).__name__}) from exc
 
     async def forget(ctx: ServerRequestContext[dict[str, Any]], params: ForgetParams) -> dict[str, Any]:
-        try:
+        with _as_mcp_error("forget_failed"):
             return await service.forget(
                 binding.resolve(service), paths=params.paths, all=params.all, before=params.before, after=params.after
             )
-        except MemorydError as exc:
-            raise MCPError(MEMORYD_ERROR, str(exc), {"error": type(exc).__name__}) from exc
-        except Exception as exc:
-            inner = first_error(exc)
-            if isinstance(inner, MemorydError):
-                raise MCPError(MEMORYD_ERROR, describe(inner), {"error": type(inner).__name__}) from exc
-            log.exception("forget_failed", error=describe(exc))
-            raise MCPError(INTERNAL_ERROR, "internal error") from exc
 
     async def transcript_updated(ctx: ServerRequestContext[dict[str, Any]], params: TranscriptUpdatedParams) -> None:
         try:
@@ -288,3 +273,19 @@ def _describe(tool: ToolSchema) -> Tool:
 
 def _tool_error(message: str) -> CallToolResult:
     return CallToolResult(content=[TextContent(type="text", text=message)], is_error=True)
+
+
+@contextlib.contextmanager
+def _as_mcp_error(event: str) -> Iterator[None]:
+    """A method's failure as the client receives it: memoryd's own errors (also inside an exception group) as
+    MEMORYD_ERROR with their message; anything else logged as `event` and answered "internal error"."""
+    try:
+        yield
+    except MemorydError as exc:
+        raise MCPError(MEMORYD_ERROR, str(exc), {"error": type(exc).__name__}) from exc
+    except Exception as exc:
+        inner = first_error(exc)
+        if isinstance(inner, MemorydError):
+            raise MCPError(MEMORYD_ERROR, describe(inner), {"error": type(inner).__name__}) from exc
+        log.exception(event, error=describe(exc))
+        raise MCPError(INTERNAL_ERROR, "internal error") from exc
