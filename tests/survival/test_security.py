@@ -533,6 +533,18 @@ def fragments(secret: str) -> list[str]:
     return [secret, *(hidden[i : i + 8] for i in range(0, len(hidden) - 7, 4))]
 
 
+def schema_sql(directory: Path) -> str:
+    """The CREATE statements of every database in `directory` (fixed text, stored whatever the transcript says)."""
+    parts = []
+    for db in sorted(directory.glob("*.sqlite")):
+        conn = apsw.Connection(str(db), flags=apsw.SQLITE_OPEN_READONLY)
+        try:
+            parts += [str(sql) for (sql,) in conn.execute("SELECT sql FROM sqlite_master WHERE sql IS NOT NULL")]
+        finally:
+            conn.close()
+    return "\n".join(parts)
+
+
 def files_bytes(directory: Path) -> bytes:
     return b"".join(p.read_bytes() for p in sorted(directory.rglob("*")) if p.is_file())
 
@@ -578,7 +590,8 @@ def test_planted_secrets_never_reach_the_database_nor_the_logs(
     leaked = []
     # What the transcript says around its secrets is stored as it is: a piece found there (" connect" of a
     # BIP-39 phrase beside "connect with ftp://…", seed 2466293149) proves nothing.
-    prose = "\n".join(text.replace(secret, " ") for text, secret in planted.values())
+    # Nor is the databases' own schema ("source, " of a phrase beside "PRIMARY KEY(source, path)", seed 540115278).
+    prose = "\n".join([*(text.replace(secret, " ") for text, secret in planted.values()), schema_sql(agent_dir)])
     for fmt, (_text, secret) in planted.items():
         for piece in fragments(secret):
             if piece.strip() in prose:  # also as a speaker prefix puts it: "Assistant: connect"
