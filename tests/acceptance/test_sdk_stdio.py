@@ -117,7 +117,10 @@ async def test_a_host_on_the_defaults_gets_hybrid_answers_and_no_match_off_topic
                 while True:  # the model loads in the background; the deadline above bounds the wait
                     status = (await client.call_tool("status", {})).structured_content
                     embedding = status["embedding"]
-                    if embedding["state"] == "ready" and embedding.get("filesWithoutVectors", 0) == 0:
+                    progress = status.get("progress") or {}
+                    # Keyword first: the notes are searchable before their vectors; wait for the vectors too.
+                    indexed = status.get("files", 0) > 0 and progress.get("phase") == "idle"
+                    if indexed and embedding["state"] == "ready" and embedding.get("filesWithoutVectors", 0) == 0:
                         break
                     await anyio.sleep(0.2)
                 ask = {"query": "which database did we pick for the billing move", "waitFresh": 10000}
