@@ -1,4 +1,4 @@
-"""`memoryd eval SET PATH [SET PATH ...] [--mode M[,M...]] [--ablate] [--pool] [--json] [--work-dir DIR]`.
+"""`memoryd eval SET PATH [SET PATH ...] [--mode M[,M...]] [--ablate] [--pool] [--hooks] [--json] [--work-dir DIR]`.
 
 The command line's `eval` subcommand: `add_parser` registers it, `run` executes it. SET is one of
 `locomo` (LoCoMo's locomo10.json), `realtalk` (REALTALK's data/ directory), `faq` (a directory of
@@ -19,9 +19,10 @@ import anyio
 import orjson
 
 from memoryd.errors import ConfigError, MemorydError
-from memoryd.eval import ablation, abstain, aider, faq, locomo, realtalk, smallnotes
+from memoryd.eval import ablation, abstain, aider, faq, hookrun, locomo, realtalk, smallnotes
 from memoryd.eval.dataset import EvalSet
 from memoryd.eval.harness import DEFAULT, HOOKS, MODES, EvalReport, Mode, Variant, evaluate_set, local_provider
+from memoryd.eval.hookreplay import HookReplay
 from memoryd.progress import ProgressBar
 
 EXIT_OK = 0
@@ -65,6 +66,12 @@ def add_parser(subparsers: SubParsers, parents: Sequence[Parser] = ()) -> Parser
         help=f"search mode, or several separated by commas: {', '.join(MODES)} (default: hybrid)",
     )
     p.add_argument("--ablate", action="store_true", help="also run each ranking feature off, one at a time")
+    p.add_argument(
+        "--hooks",
+        action="store_true",
+        help="also replay every question as a prompt through the real `memoryd hook claude-code UserPromptSubmit` "
+        "against a daemon on the same indexes, and score what it injects (hybrid, else keyword)",
+    )
     p.add_argument(
         "--sample",
         type=int,
@@ -114,6 +121,7 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
         modes = parse_modes(args.mode)
         sets = [LOADERS[name](path, bool(args.pool)).sample(args.sample) for name, path in pairs]
         variants: Sequence[Variant] = ablation.VARIANTS if args.ablate else (DEFAULT,)
+        replayed = hookrun.replay_mode(modes) if args.hooks else None
 
         async def main(work_dir: Path) -> Results:
             provider = await local_provider(modes)
@@ -124,10 +132,14 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
                     )
                     for s in sets
                 }
-                return await abstain.add_other_sets(sets, results, work_dir=work_dir, provider=provider)
+                results = await abstain.add_other_sets(sets, results, work_dir=work_dir, provider=provider)
             finally:
                 if provider is not None:
-                    await provider.aclose()
+                    await provider.aclose()  # before the daemon loads its own copy of the model
+            if replayed is None:
+                return results
+            bar.done()
+            return await hookrun.replay_all(sets, results, work_dir, replayed)
 
         if args.work_dir is not None:
             results = anyio.run(main, Path(args.work_dir))
@@ -207,6 +219,9 @@ def format_results(sets: Sequence[EvalSet], results: Results, *, ablate: bool) -
         lines.extend(_sweep_lines("min_evid.", report.evidence_sweep, other_sets=report.other_sets is not None))
         if (hook := _hook_line(report)) is not None:
             lines.append(hook)
+        replay = next((r.hooks for r in by_key.values() if r.hooks is not None), None)
+        if replay is not None:
+            lines.extend(_replay_lines(replay))
         if report.other_sets is not None:
             per_set = ", ".join(
                 f"{name} {_pct(a.rate)} ({a.asked // max(1, len(s.groups))} x {len(s.groups)} indexes)"
@@ -241,6 +256,23 @@ def _hook_line(report: EvalReport) -> str | None:
         quiet, no_matches = _pct(o.quiet / o.asked), _pct(o.rate)
         line += f", for {quiet} of the other sets' ('No matches.' {no_matches})"
     return line
+
+
+def _replay_lines(r: HookReplay) -> list[str]:
+    """`--hooks`: what the real hook command injected before each question, beside what the daemon served."""
+    lines = [
+        f"hook replay (`memoryd hook claude-code UserPromptSubmit`, a daemon on these indexes): evidence cited "
+        f"{r.evidence:.3f} (the daemon's served R@5 {r.served:.3f}); {r.cited_any} of {r.n} questions cite some, "
+        f"{r.injected} got a block; largest {r.largest} of {r.max_chars} chars ({r.over_budget} over); "
+        f"faults {r.faults}"
+    ]
+    for what, q in (("another index's", r.same_set), ("the other sets'", r.other_sets)):
+        if q is not None:
+            lines.append(
+                f"hook replay: nothing injected for {_pct(q.quiet / max(1, q.asked))} of {q.asked} of {what} "
+                f"questions ('No matches.' {_pct(q.no_matches / max(1, q.asked))})"
+            )
+    return lines
 
 
 def _sweep_lines(key: str, rows: Sequence[dict[str, float]], *, other_sets: bool) -> list[str]:

@@ -37,6 +37,7 @@ from memoryd.eval import calibration
 from memoryd.eval.baseline import Bm25Baseline, Chunk
 from memoryd.eval.calibration import Asked
 from memoryd.eval.dataset import EvalSet, Group, Qrel, write_workspace
+from memoryd.eval.hookreplay import HookReplay
 from memoryd.eval.metrics import (
     EvidenceLine,
     QuestionScore,
@@ -133,6 +134,8 @@ class EvalReport:
     """As served at each min_score (`calibration.MIN_SCORES`), min_evidence at its default."""
     evidence_sweep: list[dict[str, float]] = field(default_factory=list)
     """As served at each min_evidence (`calibration.MIN_EVIDENCES`), min_score at its default; hybrid only."""
+    hooks: HookReplay | None = None
+    """The questions replayed through the real `memoryd hook` command (`eval --hooks`, memoryd.eval.hookrun)."""
 
     def to_dict(self) -> dict[str, object]:
         out: dict[str, object] = {
@@ -151,6 +154,8 @@ class EvalReport:
             out["min_score_sweep"] = self.sweep
         if self.evidence_sweep:
             out["min_evidence_sweep"] = self.evidence_sweep
+        if self.hooks is not None:
+            out["hooks"] = self.hooks.to_dict()
         return out
 
 
