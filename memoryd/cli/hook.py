@@ -23,8 +23,9 @@ from typing import TYPE_CHECKING, Any, BinaryIO, TextIO
 from memoryd import hooksettings, paths
 from memoryd.cli.exits import EXIT_OK
 from memoryd.cli.hooks import brief, recall, state
+from memoryd.cli.hooks import project as projects
 from memoryd.cli.hooks.payload import CAPTURE_EVENTS, HOSTS, HookInput, Host, answer, event_name, parse
-from memoryd.cli.hooks.transcript import current_project, previous_user_turn
+from memoryd.cli.hooks.transcript import previous_user_turn
 from memoryd.cli.rpc import DaemonClient
 from memoryd.errors import DaemonError, NotFoundError, ProtocolError
 from memoryd.hooksettings import HooksSettings
@@ -162,12 +163,19 @@ def _recall(
         seen=state.SessionState(setup.state_dir, hook.host, hook.session_id).seen(),
         session_id=hook.session_id,
         transcript_path=hook.transcript_path,
-        project=current_project(hook.host, hook.cwd, hook.transcript_path),
+        project=projects.current(hook.host, hook.cwd, hook.transcript_path),
         scope=settings.scope,
-        codex_root=codex_sessions(),
+        roots=recall.Roots(claude_projects(), codex_sessions()),
         limit=settings.max_results,
     )
     return recall.render(chosen, settings.max_chars)
+
+
+def claude_projects() -> Path:
+    """Claude Code's transcript folder, as the `claude-code` sessions preset finds it: `$CLAUDE_CONFIG_DIR/projects`,
+    else `~/.claude/projects`."""
+    base = os.environ.get("CLAUDE_CONFIG_DIR", "").strip()
+    return (Path(base).expanduser() if base else Path(os.environ.get("HOME") or Path.home()) / ".claude") / "projects"
 
 
 def codex_sessions() -> Path:

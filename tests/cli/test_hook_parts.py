@@ -11,7 +11,8 @@ import pytest
 
 from memoryd.cli.hooks import recall, state
 from memoryd.cli.hooks.payload import event_name, parse
-from memoryd.cli.hooks.transcript import current_project, previous_user_turn, project_key
+from memoryd.cli.hooks.project import Project, current, project_key
+from memoryd.cli.hooks.transcript import previous_user_turn
 from memoryd.errors import ConfigError, ProtocolError
 from memoryd.hooksettings import HooksSettings, read
 
@@ -60,7 +61,13 @@ def test_choose_orders_by_project_and_drops_seen_own_and_foreign() -> None:
         hit("memory/m.md", "A  NOTE", "memory"),  # the same words as "a note": one snippet
         hit("memory/seen.md", "shown before", "memory"),
     ]
-    args = {"session_id": "sid-1", "transcript_path": "", "project": "-a", "codex_root": None, "limit": 10}
+    args = {
+        "session_id": "sid-1",
+        "transcript_path": "",
+        "project": Project("-a"),
+        "roots": recall.Roots(),
+        "limit": 10,
+    }
     seen = frozenset({state.snippet_key("shown before")})
     chosen = recall.choose(hits, seen=seen, scope="project", **args)  # type: ignore[arg-type]
     assert [h.text for h in chosen] == ["a note", "this project, below", "no project"]
@@ -73,7 +80,7 @@ def test_codex_hits_take_the_project_of_their_rollout(tmp_path: Path) -> None:
     rollout.parent.mkdir(parents=True)
     rollout.write_text(json.dumps({"type": "session_meta", "payload": {"cwd": "/proj/a"}}) + "\n")
     h = hit("codex/2026/11/03/rollout-x.jsonl", "codex words")
-    assert recall.hit_project(h, tmp_path) == project_key("/proj/a") == "-proj-a"
+    assert recall.hit_project(h, recall.Roots(codex=tmp_path)) == Project(project_key("/proj/a")) == Project("-proj-a")
 
 
 def test_render_holds_the_budget_and_cuts_the_last_snippet() -> None:
@@ -119,8 +126,8 @@ def test_previous_user_turn_of_either_host(tmp_path: Path) -> None:
 
 
 def test_current_project_prefers_claude_codes_folder() -> None:
-    assert current_project("claude-code", "/x/y", "/h/.claude/projects/-home-me-app/s.jsonl") == "-home-me-app"
-    assert current_project("codex", "/home/me/app", "/h/.codex/sessions/2026/r.jsonl") == "-home-me-app"
+    assert current("claude-code", "/x/y", "/h/.claude/projects/-home-me-app/s.jsonl") == Project("-home-me-app")
+    assert current("codex", "/home/me/app", "/h/.codex/sessions/2026/r.jsonl") == Project("-home-me-app")
 
 
 def test_state_is_private_bounded_and_pruned(tmp_path: Path) -> None:

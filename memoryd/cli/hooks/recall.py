@@ -9,16 +9,18 @@ memory and always pass). The rest is cut to `hooks.max_chars`, each snippet name
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
-from memoryd.cli.hooks.transcript import codex_session_cwd, project_key, same_project
+from memoryd.cli.hooks.project import Project, claude_transcript_project, codex_rollout_project
 from memoryd.hookblock import FOOTER, HEADER, Hit, hits_of, label_of, render
 
 __all__ = [
     "FOOTER",
     "HEADER",
     "Hit",
+    "Roots",
     "choose",
     "hit_project",
     "hits_of",
@@ -52,16 +54,33 @@ def own_transcript(hit: Hit, session_id: str, transcript_path: str) -> bool:
     return bool(transcript_path) and transcript_path.replace("\\", "/").endswith("/" + below)
 
 
-def hit_project(hit: Hit, codex_root: Path | None, cwd_of: Callable[[Path], str] = codex_session_cwd) -> str | None:
-    """The project of a transcript hit (None: a note, shared memory; "": a transcript of no known project)."""
+@dataclass(frozen=True, slots=True)
+class Roots:
+    """Where the hosts' transcripts lie, to read a hit's project from its own file (None: not looked at)."""
+
+    claude: Path | None = None
+    codex: Path | None = None
+
+
+def hit_project(hit: Hit, roots: Roots, cache: dict[str, Project] | None = None) -> Project | None:
+    """The project of a transcript hit (None: a note, shared memory; an unknown Project: a transcript of no
+    known project). A Claude Code hit has its folder's name, and its records' cwd's remote when the file
+    can be read; a Codex hit, its rollout's repository or cwd."""
     if hit.source != "sessions":
         return None
+    cache = {} if cache is None else cache
     prefix, _, rest = hit.path.partition("/")
     if prefix == "claude-code" and "/" in rest:
-        return rest.split("/", 1)[0]
-    if prefix == "codex" and codex_root is not None:
-        return project_key(cwd_of(codex_root / rest))
-    return ""
+        if roots.claude is None:
+            return Project(rest.split("/", 1)[0])
+        if hit.path not in cache:
+            cache[hit.path] = claude_transcript_project(roots.claude / rest)
+        return cache[hit.path]
+    if prefix == "codex" and roots.codex is not None:
+        if hit.path not in cache:
+            cache[hit.path] = codex_rollout_project(roots.codex / rest)
+        return cache[hit.path]
+    return Project()
 
 
 def choose(
@@ -70,22 +89,23 @@ def choose(
     seen: frozenset[str],
     session_id: str,
     transcript_path: str,
-    project: str,
+    project: Project,
     scope: str,
-    codex_root: Path | None,
+    roots: Roots,
     limit: int,
 ) -> list[Hit]:
     """The hits to show, this project's and shared memory first, then transcripts of no known project,
     then (scope "all" only) other projects' transcripts; never one seen before or twice."""
     groups: tuple[list[Hit], list[Hit], list[Hit]] = ([], [], [])
     keys = set(seen)
+    cache: dict[str, Project] = {}
     for hit in hits:
         if hit.key in keys or own_transcript(hit, session_id, transcript_path):
             continue
-        where = hit_project(hit, codex_root)
-        if where is None or (where and same_project(project, where)):
+        where = hit_project(hit, roots, cache)
+        if where is None or (where.known and project.holds(where)):
             groups[0].append(hit)
-        elif not where:
+        elif not where.known:
             groups[1].append(hit)
         elif scope == "all":
             groups[2].append(hit)

@@ -1,4 +1,4 @@
-"""What the hook reads from transcripts itself: the previous user turn, and which project a session is.
+"""What the hook reads from transcripts itself: the previous user turn (a session's project: `project`).
 
 Claude Code writes `~/.claude/projects/<project>/<session id>.jsonl`, `<project>` being the session's
 working directory with every character other than a letter or digit turned into `-`; its user turns
@@ -12,34 +12,10 @@ from __future__ import annotations
 
 import contextlib
 import os
-import re
-from pathlib import Path
 
 import orjson
 
 TAIL_BYTES = 256 * 1024
-HEAD_BYTES = 64 * 1024
-_NOT_WORD = re.compile(r"[^A-Za-z0-9]")
-
-
-def project_key(cwd: str) -> str:
-    """A working directory as Claude Code names its project folder (`/home/me/app` -> `-home-me-app`)."""
-    return _NOT_WORD.sub("-", os.path.normpath(cwd)) if cwd else ""
-
-
-def current_project(host: str, cwd: str, transcript_path: str) -> str:
-    """This session's project: Claude Code's own folder name when the transcript lies in one, else the
-    working directory's key."""
-    if host == "claude-code" and transcript_path:
-        parent = Path(transcript_path).parent
-        if parent.parent.name == "projects":
-            return parent.name
-    return project_key(cwd)
-
-
-def same_project(current: str, other: str) -> bool:
-    """`other` is `current` or a folder below it (a session started in the repo's subfolder)."""
-    return bool(current) and (other == current or other.startswith(current + "-"))
 
 
 def _texts(content: object) -> list[str]:
@@ -94,16 +70,3 @@ def previous_user_turn(path: str, prompt: str) -> str:
             if text and not text.startswith("<") and " ".join(text.split()) != current:
                 return text
     return ""
-
-
-def codex_session_cwd(path: Path) -> str:
-    """The working directory a Codex rollout file records in its first line (`session_meta`)."""
-    try:
-        with open(path, "rb") as fh:
-            first = fh.readline(HEAD_BYTES)
-        record = orjson.loads(first)
-    except (OSError, orjson.JSONDecodeError):
-        return ""
-    payload = record.get("payload") if isinstance(record, dict) else None
-    cwd = payload.get("cwd") if isinstance(payload, dict) else None
-    return cwd if isinstance(cwd, str) else ""
