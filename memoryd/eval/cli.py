@@ -264,7 +264,7 @@ def _replay_lines(r: HookReplay) -> list[str]:
         f"hook replay (`memoryd hook claude-code UserPromptSubmit`, a daemon on these indexes): evidence cited "
         f"{r.evidence:.3f} (the daemon's served R@5 {r.served:.3f}); {r.cited_any} of {r.n} questions cite some, "
         f"{r.injected} got a block; largest {r.largest} of {r.max_chars} chars ({r.over_budget} over); "
-        f"faults {r.faults}"
+        f"faults {r.faults}" + (f" (first: {r.first_fault})" if r.first_fault else "")
     ]
     for what, q in (("another index's", r.same_set), ("the other sets'", r.other_sets)):
         if q is not None:

@@ -111,6 +111,8 @@ class HookReplay:
     other_sets: Quiet | None
     faults: int
     """Hook calls the host would not read as a clean answer, or that logged a failure (hooks.log)."""
+    first_fault: str = ""
+    """What the first fault was (a hooks.log line, or how the host would read the output)."""
     latency_ms: Sequence[float] = ()
     """Each hook process, start to exit (a loaded machine's figure; `make bench` measures latency)."""
 
@@ -125,6 +127,7 @@ class HookReplay:
             "largest_block": self.largest,
             "over_budget": self.over_budget,
             "faults": self.faults,
+            **({"first_fault": self.first_fault} if self.first_fault else {}),
             "hook_ms": {
                 "p50": round(percentile(self.latency_ms, 50), 1),
                 "p95": round(percentile(self.latency_ms, 95), 1),

@@ -231,7 +231,10 @@ class _Tally:
     other: tuple[int, int, int] = (0, 0, 0)
     ms: list[float] = field(default_factory=list)
 
+    first_fault: str = ""
+
     def call(self, c: _Call) -> None:
+        self.first_fault = self.first_fault or c.fault
         self.largest = max(self.largest, len(c.context))
         self.over += len(c.context) > HOOKS.max_chars
         self.faults += bool(c.fault)
@@ -273,7 +276,9 @@ async def replay_set(
             m = n + len(same)
             t.same = _quiet(t.same, calls[n:m], [not a for a in answers[n:m]])
             t.other = _quiet(t.other, calls[m:], [not a for a in answers[m:]])
-        t.faults += _log_lines(served.state / "hooks.log")
+        logged = _log_lines(served.state / "hooks.log")
+        t.faults += len(logged)
+        t.first_fault = t.first_fault or next(iter(logged), "")
     count = len(t.evidence)
     return HookReplay(
         n=count,
@@ -287,6 +292,7 @@ async def replay_set(
         same_set=Quiet(*t.same) if t.same[0] else None,
         other_sets=Quiet(*t.other) if t.other[0] else None,
         faults=t.faults,
+        first_fault=t.first_fault,
         latency_ms=tuple(t.ms),
     )
 
@@ -296,11 +302,11 @@ def _call_all(served: _Served, agent: str, asked: Sequence[str], cwd: Path) -> l
         return list(pool.map(functools.partial(call_hook, served, agent, cwd=cwd), asked))
 
 
-def _log_lines(path: Path) -> int:
+def _log_lines(path: Path) -> list[str]:
     try:
-        return len(path.read_text(encoding="utf-8", errors="replace").splitlines())
+        return path.read_text(encoding="utf-8", errors="replace").splitlines()
     except FileNotFoundError:
-        return 0
+        return []
 
 
 def replay_mode(modes: Sequence[Mode]) -> Mode:
