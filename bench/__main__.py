@@ -38,6 +38,7 @@ SECTIONS = (
     "retain",
     "hooks",
     "http",
+    "history",
 )
 
 
