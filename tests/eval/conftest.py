@@ -91,3 +91,18 @@ def tiny_path(tmp_path: Path) -> Path:
 def two_conversations_path(tmp_path: Path) -> Path:
     second = copy.deepcopy(tiny_sample("conv-t2"))
     return write_dataset(tmp_path / "two-locomo.json", [tiny_sample(), second])
+
+
+TWO_ANSWER_FAQ = (
+    "# FAQ\n\n## How do I pick a colour?\n\nRun `tool --colour red` to make the output red.\n"
+    "\n## Where is the config?\n\nThe settings file lives in ~/.config/tool/settings.toml.\n"
+)
+
+
+@pytest.fixture
+def faq_dir(tmp_path: Path) -> Path:
+    """A directory holding one two-question FAQ page (written for these tests)."""
+    notes = tmp_path / "faq"
+    notes.mkdir()
+    (notes / "tool.md").write_text(TWO_ANSWER_FAQ, encoding="utf-8")
+    return notes

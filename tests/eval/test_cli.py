@@ -119,14 +119,8 @@ def test_a_missing_dataset_is_reported_not_raised(tmp_path: Path) -> None:
     assert err.startswith("memoryd eval locomo: cannot read LoCoMo file")
 
 
-def test_several_sets_and_modes_print_one_table(tiny_path: Path, tmp_path: Path) -> None:
-    notes = tmp_path / "faq"
-    notes.mkdir()
-    (notes / "tool.md").write_text(
-        "# FAQ\n\n## How do I pick a colour?\n\nRun `tool --colour red` to make the output red.\n"
-        "\n## Where is the config?\n\nThe settings file lives in ~/.config/tool/settings.toml.\n",
-        encoding="utf-8",
-    )
+def test_several_sets_and_modes_print_one_table(tiny_path: Path, faq_dir: Path) -> None:
+    notes = faq_dir
     code, out, err = run("locomo", str(tiny_path), "faq", str(notes), "--mode", "keyword,bm25")
     assert (code, err) == (0, "")
     rows = [line.split()[:3] for line in out.splitlines()[1:5]]

@@ -87,14 +87,8 @@ async def test_the_replay_through_the_hook_command_matches_the_in_process_figure
     assert not any((tmp_path / "notes" / "state").glob("**/*.sock"))  # the daemon had its own state dir
 
 
-def test_eval_hooks_on_the_command_line(tmp_path: Path) -> None:
-    notes = tmp_path / "faq"
-    notes.mkdir()
-    (notes / "tool.md").write_text(
-        "# FAQ\n\n## How do I pick a colour?\n\nRun `tool --colour red` to make the output red.\n"
-        "\n## Where is the config?\n\nThe settings file lives in ~/.config/tool/settings.toml.\n",
-        encoding="utf-8",
-    )
+def test_eval_hooks_on_the_command_line(faq_dir: Path) -> None:
+    notes = faq_dir
     top = argparse.ArgumentParser(prog="memoryd")
     cli.add_parser(top.add_subparsers(dest="command", required=True))
     out, err = io.StringIO(), io.StringIO()
