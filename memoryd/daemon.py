@@ -17,7 +17,7 @@ import signal
 import socket
 import time
 from collections import deque
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 
 import anyio
@@ -146,9 +146,10 @@ class DaemonService:
         """The agent's latest memory_writes since the daemon started, newest first (the viewer shows them)."""
         return list(self._writes.get(agent, ()))
 
-    async def sync(self, agent: str, *, force: bool, reason: str) -> dict[str, object]:
+    async def sync(self, agent: str, *, force: bool, reason: str, sessions: Sequence[str] = ()) -> dict[str, object]:
         actor = await self._actor(agent)
-        return (await actor.request_sync(reason, force=force)).to_dict()
+        files = tuple([await anyio.to_thread.run_sync(transcript_event_path, actor.agent, raw) for raw in sessions])
+        return (await actor.request_sync(reason, force=force, session_files=files)).to_dict()
 
     async def forget(
         self, agent: str, *, paths: list[str], all: bool, before: str | None, after: str | None

@@ -212,14 +212,15 @@ def _host_has_memory(configured: AgentConfig | None, hook: HookInput) -> bool:
 
 
 def _capture(setup: Setup, socket: Path, agent: str | None, hook: HookInput) -> str:
-    """Tell the daemon the transcript changed and ask for a sync now, waiting for its report up to
-    `hooks.capture_timeout_ms`; past that the hook leaves and the sync runs to its end in the daemon."""
+    """Ask the daemon to index the session's transcript now (that file alone, no debounce; a delta sync
+    of everything when the host names none), waiting for its report up to `hooks.capture_timeout_ms`;
+    past that the hook leaves and the sync runs to its end in the daemon. A transcript outside the
+    agent's session folders is refused by the daemon, and the refusal goes to the log."""
     wait = setup.hooks.capture_timeout_ms / 1000
+    sessions = [hook.transcript_path] if hook.transcript_path else []
     with DaemonClient.open(socket, agent, pick=only_served, timeout=wait) as client:
-        if hook.transcript_path:
-            client.notify("memoryd/transcriptUpdated", {"path": hook.transcript_path})
         try:
-            client.request("memoryd/sync", {"force": False, "reason": f"hook:{hook.event}"})
+            client.request("memoryd/sync", {"force": False, "reason": f"hook:{hook.event}", "sessions": sessions})
         except DaemonError as exc:
             if isinstance(exc.__cause__, TimeoutError):
                 return "pending"

@@ -167,8 +167,11 @@ class AgentIndex:
         if self.qmd is not None:
             self.qmd.files_changed()
 
-    async def request_sync(self, reason: str, *, force: bool = False) -> SyncReport:
-        job = await self.scheduler.enqueue(reason, force=force)
+    async def request_sync(
+        self, reason: str, *, force: bool = False, session_files: tuple[Path, ...] = ()
+    ) -> SyncReport:
+        """Sync now and wait for the report: everything, or only `session_files` (no debounce)."""
+        job = await self.scheduler.enqueue(reason, force=force, session_files=session_files)
         if self.qmd is not None:
             await self.qmd.sync(reason, force=force)
         return await self.scheduler.report(job)

@@ -136,12 +136,20 @@ class SyncScheduler:
         self._transcripts.event(path, anyio.current_time())
         self._transcript_wakeup.set()
 
-    async def enqueue(self, reason: str, *, force: bool = False, memory_files: tuple[Path, ...] = ()) -> SyncJob:
+    async def enqueue(
+        self,
+        reason: str,
+        *,
+        force: bool = False,
+        memory_files: tuple[Path, ...] = (),
+        session_files: tuple[Path, ...] = (),
+    ) -> SyncJob:
         """Queue a sync someone waits for (after what is queued); `report` gives its outcome.
 
-        `memory_files`: only these notes need syncing (a write); coalesced with other targeted jobs, or
-        covered by a full delta sync when one is queued beside it."""
-        job = SyncJob(reason, force=force, memory_files=memory_files, done=anyio.Event())
+        `memory_files` / `session_files`: only these notes (a write) or transcripts (a session-end hook)
+        need syncing; coalesced with other targeted jobs, or covered by a full delta sync when one is
+        queued beside it."""
+        job = SyncJob(reason, force=force, memory_files=memory_files, session_files=session_files, done=anyio.Event())
         try:
             await self._send.send(job)  # waits for room: this caller wants the report
         except (anyio.ClosedResourceError, anyio.BrokenResourceError):

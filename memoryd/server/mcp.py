@@ -109,6 +109,7 @@ class SyncParams(RequestParams):
 
     force: bool = False
     reason: str = "client"
+    sessions: list[str] = Field(default_factory=list)
 
 
 class ReloadParams(RequestParams):
@@ -179,7 +180,9 @@ def build_server(service: MemoryService, tools: Sequence[ToolSchema], binding: A
 
     async def sync(ctx: ServerRequestContext[dict[str, Any]], params: SyncParams) -> dict[str, Any]:
         with _as_mcp_error("sync_failed"):
-            return await service.sync(binding.resolve(service), force=params.force, reason=params.reason)
+            return await service.sync(
+                binding.resolve(service), force=params.force, reason=params.reason, sessions=params.sessions
+            )
 
     async def reload(ctx: ServerRequestContext[dict[str, Any]], params: ReloadParams) -> dict[str, Any]:
         """Daemon-wide, so any connection may ask (bound or not); a broken file is a result, not an error."""

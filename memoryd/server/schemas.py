@@ -49,6 +49,8 @@ _INPUT_KEYWORDS = frozenset(  # what memoryd.server.validate implements
         "minLength",
         "maxLength",
         "pattern",
+        "items",
+        "maxItems",
         "default",
         "examples",
     }
@@ -136,3 +138,5 @@ def _require_supported(path: Path, where: str, schema: Mapping[str, Any]) -> Non
     properties = schema.get("properties", {})
     for name, sub in properties.items():
         _require_supported(path, f"{where}.{name}" if where else name, sub)
+    if "items" in schema:
+        _require_supported(path, f"{where}[]", schema["items"])

@@ -7,6 +7,7 @@ the connection is bound to — the edge resolves that, never a tool argument. Me
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Literal, Protocol
 
 Corpus = Literal["memory", "sessions", "all"]
@@ -50,8 +51,9 @@ class MemoryService(Protocol):
         """Run `memory_write`; the result matches `protocol/memory_write.output.json`."""
         ...
 
-    async def sync(self, agent: str, *, force: bool, reason: str) -> dict[str, object]:
-        """Sync the agent's index now (a full reindex when `force`) and report what was done."""
+    async def sync(self, agent: str, *, force: bool, reason: str, sessions: Sequence[str] = ()) -> dict[str, object]:
+        """Sync the agent's index now (a full reindex when `force`; only the transcripts `sessions` when
+        they are named) and report what was done."""
         ...
 
     async def transcript_updated(self, agent: str, path: str) -> None:

@@ -113,6 +113,11 @@ def _check_value(where: str, schema: Mapping[str, Any], value: Any) -> Any:
         if "pattern" in schema and re.search(schema["pattern"], value) is None:
             words = PATTERN_WORDS.get(schema["pattern"], f"must match {schema['pattern']!r}")
             raise InvalidArgumentsError(where, words)
+    if isinstance(value, list):
+        if "maxItems" in schema and len(value) > schema["maxItems"]:
+            raise InvalidArgumentsError(where, f"must hold at most {schema['maxItems']} items (got {len(value)})")
+        if "items" in schema:
+            value = [_check_value(f"{where}[{i}]", schema["items"], item) for i, item in enumerate(value)]
     if isinstance(value, dict) and "properties" in schema:
         value = _check_object(where, schema, value, top_level=False)
     return value

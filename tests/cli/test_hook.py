@@ -147,6 +147,12 @@ def test_own_transcript_and_other_projects_are_left_out(daemon: Daemon, hook: Ho
     assert "claude-code/-proj-b/other.jsonl#L1" in context(wide)
 
 
+def test_a_session_id_inside_another_file_name_is_not_that_file(daemon: Daemon, hook: HookRun) -> None:
+    # Session "older" is not the transcript older-session.jsonl: only the whole id names a file.
+    found = context(hook("claude-code", "UserPromptSubmit", prompt(daemon, "heron pipeline retry", session="older")))
+    assert "claude-code/-proj-a/older-session.jsonl#L1" in found
+
+
 def test_the_budget_holds(daemon: Daemon, hook: HookRun) -> None:
     text = context(
         hook(
@@ -199,6 +205,14 @@ def test_capture_makes_the_session_searchable_at_once(daemon: Daemon, hook: Hook
     assert "claude-code/-proj-a/s-6.jsonl#L1" in found
     last = json.loads((daemon.state / "hooks" / "last.json").read_text())
     assert last["claude-code SessionEnd"]["outcome"] == "captured"
+
+
+def test_capture_of_a_transcript_outside_the_session_folders_is_logged(daemon: Daemon, hook: HookRun) -> None:
+    stray = write(daemon.root / "elsewhere" / "s-9.jsonl", claude_record("user", "The osprey manual is lost."))
+    stdin = payload("claude-code", "SessionEnd", session_id="s-9", transcript_path=str(stray), cwd="/proj/a")
+    silent(hook("claude-code", "SessionEnd", stdin))
+    log = (daemon.state / "hooks.log").read_text()
+    assert "is not a transcript in agent 'main'" in log and str(stray) in log
 
 
 @pytest.mark.parametrize(

@@ -190,3 +190,18 @@ async def test_a_note_saved_while_the_agent_searches_is_synced_alone(workspace: 
                 searches += 1  # the next search at once, as an agent searching on every turn
         last = actor.engine.state.last_sync  # the search's job, joined by the watcher's (named as "watch")
         assert last is not None and (last.counts.indexed, last.counts.unchanged) == (1, 0), f"after {searches} searches"
+
+
+async def test_a_sync_of_named_transcripts_indexes_those_alone(workspace: Path, make_agent: AgentFactory) -> None:
+    # What a session-end hook asks for: its own transcript now, not every file of the agent.
+    agent = make_agent(workspace, sync={"watch": False, "on_search": False, "sessions": {"debounce_ms": 60_000}})
+    async with running(agent, watch=False) as (actor,):
+        ended, other = workspace / "sessions" / "ended.jsonl", workspace / "sessions" / "other.jsonl"
+        write(ended, transcript_line("user", "The pelican firmware goes out on Friday.") + "\n")
+        write(other, transcript_line("user", "The walrus accordion ships in May.") + "\n")
+        report = await actor.request_sync("hook:SessionEnd", session_files=(ended,))
+        assert report.counts.indexed == 1
+        assert await paths(actor, "pelican firmware") == ["sessions/ended.jsonl"]
+        assert await paths(actor, "walrus accordion") == []
+        await actor.request_sync("test")
+        assert await paths(actor, "walrus accordion") == ["sessions/other.jsonl"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import anyio
@@ -134,9 +135,9 @@ class FakeMemoryService:
             "deep": deep,
         }
 
-    async def sync(self, agent: str, *, force: bool, reason: str) -> dict[str, object]:
+    async def sync(self, agent: str, *, force: bool, reason: str, sessions: Sequence[str] = ()) -> dict[str, object]:
         self._files(agent)
-        self.calls.append(Call("sync", agent, {"force": force, "reason": reason}))
+        self.calls.append(Call("sync", agent, {"force": force, "reason": reason, "sessions": list(sessions)}))
         return {"agent": agent, "force": force, "reason": reason, "indexed": len(self.notes[agent])}
 
     def write_enabled(self, agent: str) -> bool:

@@ -171,7 +171,10 @@ def test_memoryd_sync_params_are_checked_as_strictly_as_tool_arguments(daemon: D
         ({"force": "true"}, "invalid params: force must be a boolean (got a string)"),
         ({"force": 1}, "invalid params: force must be a boolean (got an integer)"),
         ({"reason": 5}, "invalid params: reason must be a string (got an integer)"),
-        ({"rebuild": True}, "invalid params: rebuild is not an accepted argument (accepted: force, reason)"),
+        ({"rebuild": True}, "invalid params: rebuild is not an accepted argument (accepted: force, reason, sessions)"),
+        ({"sessions": "a.jsonl"}, "invalid params: sessions must be an array (got a string)"),
+        ({"sessions": ["a.jsonl", 7]}, "invalid params: sessions[1] must be a string (got an integer)"),
+        ({"sessions": ["x"] * 101}, "invalid params: sessions must hold at most 100 items (got 101)"),
     ]
 
     async def attempt() -> list[dict[str, Any]]:

@@ -44,11 +44,12 @@ def query_for(prompt: str, previous: str, follow_up_words: int) -> str:
 
 def own_transcript(hit: Hit, session_id: str, transcript_path: str) -> bool:
     """The hit is in this session's own transcript: its file is named by the session id (Claude Code:
-    `<id>.jsonl`, Codex: `rollout-…-<id>.jsonl`), or the transcript path ends with the hit's path."""
+    `<id>.jsonl`, Codex: `rollout-<time>-<id>.jsonl`; the whole id, never a part of another), or the
+    transcript path ends with the hit's path."""
     if hit.source != "sessions":
         return False
     name = hit.path.rsplit("/", 1)[-1]
-    if session_id and name.endswith(".jsonl") and session_id in name:
+    if session_id and (name == f"{session_id}.jsonl" or name.endswith(f"-{session_id}.jsonl")):
         return True
     below = hit.path.split("/", 1)[-1]
     return bool(transcript_path) and transcript_path.replace("\\", "/").endswith("/" + below)
