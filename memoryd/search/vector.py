@@ -91,12 +91,14 @@ class _Matrix:
 
 @dataclass(frozen=True, slots=True)
 class _Bits:
-    """The sign bits of an index's vectors, one row per chunk, as sqlite-vec packs them (LSB first)."""
+    """The sign bits of an index's vectors as sqlite-vec packs them (LSB first), stored column-major:
+    `columns[j]` holds word j of every chunk. Summing popcounts over a row's 6 words (axis 1 of a
+    100k x 6 array) cost ~5 ms a query in numpy's reduction; adding 6 contiguous columns costs ~0.1."""
 
     key: tuple[str, str, int]
     rowids: Ints
     sources: SourceColumn
-    words: npt.NDArray[np.unsignedinteger[Any]]
+    columns: npt.NDArray[np.unsignedinteger[Any]]
 
 
 class ExactMatrixCache:
@@ -140,7 +142,7 @@ def _load_bits(conn: apsw.Connection, key: tuple[str, str, int]) -> _Bits:
     raw = np.frombuffer(b"".join(bytes(r[2]) for r in rows), dtype=np.uint8).reshape(len(rows), width)
     words = raw.view(np.uint64) if width % 8 == 0 else raw  # 8x fewer elements to popcount when possible
     rowids = np.fromiter((int(r[0]) for r in rows), dtype=np.int64, count=len(rows))
-    return _Bits(key, rowids, SourceColumn.of([str(r[1]) for r in rows]), words)
+    return _Bits(key, rowids, SourceColumn.of([str(r[1]) for r in rows]), np.ascontiguousarray(words.T))
 
 
 def _load_matrix(conn: apsw.Connection, key: tuple[str, str, int]) -> _Matrix:
@@ -240,16 +242,21 @@ def coarse_in_memory(bits: _Bits, q: Floats, *, k: int, sources: Sequence[str]) 
     """The rowids of the `max(RESCORE_MIN, RESCORE_FACTOR * k)` chunks nearest to `q` in hamming
     distance (ties broken by rowid, so the pool is deterministic)."""
     packed = np.packbits(q > 0, bitorder="little")
-    query = packed.view(np.uint64) if bits.words.dtype == np.uint64 else packed
-    distance = np.bitwise_count(bits.words ^ query).sum(axis=1, dtype=np.int64)
+    query = packed.view(np.uint64) if bits.columns.dtype == np.uint64 else packed
+    columns = bits.columns
+    distance = np.zeros(columns.shape[1], dtype=np.uint16)  # at most the dimensions (< 65,536)
+    for j in range(columns.shape[0]):
+        distance += np.bitwise_count(columns[j] ^ query[j])
     rowids = bits.rowids
     keep = bits.sources.keep(sources)
     if keep is not None:
         distance, rowids = distance[keep], rowids[keep]
     pool = max(RESCORE_MIN, RESCORE_FACTOR * k)
     if rowids.size > pool:
-        kth = np.partition(distance, pool - 1)[pool - 1]
-        near = distance <= kth
+        # The pool's farthest distance from a histogram (distances are small integers): a full
+        # partition of 100k values cost ~2 ms, counting them ~0.2.
+        kth = int(np.searchsorted(np.cumsum(np.bincount(distance)), pool))
+        near = np.flatnonzero(distance <= kth)
         distance, rowids = distance[near], rowids[near]
     order = np.lexsort((rowids, distance))[:pool]
     return rowids[order]
