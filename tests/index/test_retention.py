@@ -229,3 +229,31 @@ async def test_a_transcript_gone_between_listing_and_reading_keeps_its_rows(
         assert engine.read_file(SESSION).retained
     finally:
         await engine.aclose()
+
+
+async def test_sessions_dropped_from_sources_and_added_back_serve_the_retained_again(
+    ws: Path, make_agent: AgentFactory
+) -> None:
+    # Adding a source back is a delta, not a rebuild: the retained transcripts must come back with it.
+    engine = await open_engine(make_agent(ws))
+    try:
+        await engine.sync("start")
+        (ws / SESSION).unlink()
+        await engine.sync("deleted")
+        assert await paths(engine, PLANTED) == [(SESSION, True)]
+    finally:
+        await engine.aclose()
+    notes_only = await open_engine(make_agent(ws, sources=["memory"]))
+    try:
+        await notes_only.sync("sessions removed")
+        assert await paths(notes_only, PLANTED) == []
+    finally:
+        await notes_only.aclose()
+    back = await open_engine(make_agent(ws))
+    try:
+        report = await back.sync("sessions added back")
+        assert not report.full
+        assert await paths(back, PLANTED) == [(SESSION, True)]
+        assert back.read_file(SESSION).to_dict()["retained"] is True
+    finally:
+        await back.aclose()
