@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 
 HEADER = "<memoryd-recall>\nFrom long-term memory, maybe relevant; each line names its source:\n"
@@ -85,6 +85,19 @@ def hits_of(reply: Mapping[str, object]) -> list[Hit]:
         if text:
             hits.append(Hit(r["path"], label, text, str(r.get("source") or ""), lines, exact))
     return hits
+
+
+def distinct(hits: Sequence[Hit], seen: Collection[str] = ()) -> list[Hit]:
+    """The hits whose snippet is not in `seen` nor earlier in `hits`, in order: the hook never shows one
+    snippet twice, so a copy (a line copied into two notes, aider's architect answer echoed to its editor)
+    leaves its place to the next result, and a block measured without this would not be the hook's."""
+    keys = set(seen)
+    out: list[Hit] = []
+    for hit in hits:
+        if hit.key not in keys:
+            keys.add(hit.key)
+            out.append(hit)
+    return out
 
 
 def render(hits: Sequence[Hit], max_chars: int) -> tuple[str, list[Hit]]:

@@ -49,7 +49,7 @@ from memoryd.eval.metrics import (
     score_question,
     summarise,
 )
-from memoryd.hookblock import hits_of, render
+from memoryd.hookblock import distinct, hits_of, render
 from memoryd.hooksettings import HooksSettings
 from memoryd.index.engine import IndexEngine, Progress, ProgressFn
 from memoryd.search.features import RankingFeatures
@@ -272,8 +272,9 @@ HOOKS = HooksSettings()
 
 def injected_spans(resp: SearchResponse) -> list[Span]:
     """The lines the prompt hook's block would hold for this served answer (`[hooks]` defaults; no
-    session, so nothing is left out as already seen): its snippets in order, within the budget."""
-    hits = hits_of(resp.to_dict())
+    session, so nothing is left out as already seen): its distinct snippets in order, within the budget
+    (a repeated snippet is skipped, as `memoryd hook` skips it)."""
+    hits = distinct(hits_of(resp.to_dict()))
     _block, shown = render(hits[: HOOKS.max_results], HOOKS.max_chars)
     return [Span(h.path, *h.lines) for h in shown if h.lines is not None]
 

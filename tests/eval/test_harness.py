@@ -7,11 +7,16 @@ from pathlib import Path
 
 import pytest
 
+from memoryd.cli.hooks import recall
+from memoryd.cli.hooks.project import Project
 from memoryd.eval import calibration, harness, locomo
 from memoryd.eval.dataset import EvalSet, Group, Qrel
 from memoryd.eval.harness import Mode
 from memoryd.eval.metrics import Span
+from memoryd.hookblock import distinct, hits_of, render
 from memoryd.index.engine import Progress
+from memoryd.search.pipeline import SearchResult
+from memoryd.search.request import SearchResponse
 
 pytestmark = pytest.mark.anyio
 
@@ -74,6 +79,36 @@ def two_notes() -> EvalSet:
         "build", ["# build", "", "Cargo compiles crates with rustc and caches them."], "What does Cargo cache?", 3
     )
     return EvalSet("notes", "Notes", (pets, build), {1: "fact"}, "0" * 64, {"questions": 2})
+
+
+def test_the_measured_block_skips_a_repeated_snippet_as_the_hook_does() -> None:
+    # aider's architect answer comes back as the editor's message: two lines, one text. The hook shows it
+    # once and gives its place to the next result; a measured block that showed both was not the hook's.
+    def note(path: str, line: int, text: str, score: float) -> SearchResult:
+        return SearchResult(path, line, line, score, text, "memory", snippet_lines=(line, line))
+
+    results = [
+        note("memory/a.md", 3, "Deploys go through the staging cluster first.", 0.9),
+        note("memory/b.md", 7, "deploys go through the  staging cluster FIRST.", 0.8),
+        note("memory/c.md", 2, "The staging cluster runs in eu-west-1.", 0.7),
+    ]
+    resp = SearchResponse(results, "hybrid", "local", None, None, {})
+    measured = harness.injected_spans(resp)
+    assert measured == [Span("memory/a.md", 3, 3), Span("memory/c.md", 2, 2)]
+    hits = hits_of(resp.to_dict())
+    chosen = recall.choose(
+        hits,
+        seen=frozenset(),
+        session_id="s1",
+        transcript_path="",
+        project=Project(),
+        scope="project",
+        roots=recall.Roots(),
+        limit=harness.HOOKS.max_results,
+    )
+    _block, shown = render(chosen, harness.HOOKS.max_chars)
+    assert [Span(h.path, *h.lines) for h in shown if h.lines is not None] == measured
+    assert [h.path for h in distinct(hits, seen={hits[2].key})] == ["memory/a.md"]
 
 
 async def test_bm25_mode_is_plain_fts5_over_the_same_chunks(tmp_path: Path) -> None:
