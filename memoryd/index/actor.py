@@ -171,7 +171,7 @@ class AgentIndex:
         self, reason: str, *, force: bool = False, session_files: tuple[Path, ...] = ()
     ) -> SyncReport:
         """Sync now and wait for the report: everything, or only `session_files` (no debounce)."""
-        job = await self.scheduler.enqueue(reason, force=force, session_files=session_files)
+        job = await self.scheduler.enqueue(SyncJob(reason, force=force, session_files=session_files))
         if self.qmd is not None:
             await self.qmd.sync(reason, force=force)
         return await self.scheduler.report(job)
@@ -179,7 +179,7 @@ class AgentIndex:
     async def write(self, text: str, *, target: Target, heading: str | None) -> SaveReport:
         """Append an entry (`memory_write`), then sync that one file before answering: searchable on return."""
         written, filed_under = await save(self.agent, text, target=target, heading=heading)
-        job = await self.scheduler.enqueue("write", memory_files=(written.abs_path,))
+        job = await self.scheduler.enqueue(SyncJob("write", memory_files=(written.abs_path,)))
         if self.qmd is not None:
             self.qmd.files_changed()
             await self.qmd.sync("write")

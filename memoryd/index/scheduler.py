@@ -136,20 +136,11 @@ class SyncScheduler:
         self._transcripts.event(path, anyio.current_time())
         self._transcript_wakeup.set()
 
-    async def enqueue(
-        self,
-        reason: str,
-        *,
-        force: bool = False,
-        memory_files: tuple[Path, ...] = (),
-        session_files: tuple[Path, ...] = (),
-    ) -> SyncJob:
-        """Queue a sync someone waits for (after what is queued); `report` gives its outcome.
-
-        `memory_files` / `session_files`: only these notes (a write) or transcripts (a session-end hook)
-        need syncing; coalesced with other targeted jobs, or covered by a full delta sync when one is
-        queued beside it."""
-        job = SyncJob(reason, force=force, memory_files=memory_files, session_files=session_files, done=anyio.Event())
+    async def enqueue(self, job: SyncJob) -> SyncJob:
+        """Queue a sync someone waits for, after what is queued (`report` gives its outcome). A job naming
+        `memory_files` (a write) or `session_files` (a session-end hook) syncs only those, coalesced with
+        other targeted jobs, or covered by a full delta sync queued beside it."""
+        job.done = anyio.Event()
         try:
             await self._send.send(job)  # waits for room: this caller wants the report
         except (anyio.ClosedResourceError, anyio.BrokenResourceError):
