@@ -2,8 +2,9 @@
 
 The command line's `eval` subcommand: `add_parser` registers it, `run` executes it. SET is one of
 `locomo` (LoCoMo's locomo10.json), `realtalk` (REALTALK's data/ directory), `faq` (a directory of
-FAQ markdown pages), `aider` (a directory of aider chat histories) or `smallnotes` (built in). A set
-may be named several times with different paths; each is then reported as `SET:<the path's last part>`.
+FAQ markdown pages), `aider` (a directory of aider chat histories), `specstory` (a directory of
+projects' SpecStory exports) or `smallnotes` (built in). A set may be named several times with
+different paths; each is then reported as `SET:<the path's last part>`.
 Results go to the given output stream as one table (or JSON); the progress bar and errors go to stderr.
 """
 
@@ -23,7 +24,7 @@ import anyio
 import orjson
 
 from memoryd.errors import ConfigError, MemorydError
-from memoryd.eval import ablation, abstain, aider, faq, hookrun, locomo, realtalk, smallnotes
+from memoryd.eval import ablation, abstain, aider, faq, hookrun, locomo, realtalk, smallnotes, specstory
 from memoryd.eval.dataset import EvalSet
 from memoryd.eval.harness import DEFAULT, HOOKS, MODES, EvalReport, Mode, Variant, evaluate_set, local_provider
 from memoryd.eval.hookreplay import HookReplay
@@ -37,6 +38,7 @@ LOADERS: dict[str, Loader] = {
     "realtalk": lambda path, _pool: realtalk.load_realtalk(path),
     "faq": lambda path, _pool: faq.load_faq(path),
     "aider": lambda path, _pool: aider.load_aider(path),
+    "specstory": lambda path, _pool: specstory.load_specstory(path),
     "smallnotes": lambda path, _pool: smallnotes.load_smallnotes(path),
 }
 SET_HELP = {
@@ -44,6 +46,7 @@ SET_HELP = {
     "realtalk": "REALTALK's data/ directory (Chat_*.json)",
     "faq": "a directory of FAQ markdown pages (ripgrep's FAQ.md, ruff's docs/faq.md, ...)",
     "aider": "a directory of aider chat histories (repositories' .aider.chat.history.md, one <project>.md each)",
+    "specstory": "a directory of projects, each a sub-directory of its SpecStory exports (.specstory/history/*.md)",
     "smallnotes": "built-in one-note workspaces with paraphrased questions (PATH is ignored: give -)",
 }
 
