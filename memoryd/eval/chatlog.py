@@ -43,64 +43,22 @@ MIN_QUESTIONS = 5
 MIN_WORDS, MAX_WORDS, MIN_ANSWER_WORDS = 6, 60, 50
 MIN_ASCII_SHARE = 0.9
 MIN_FUNCTION_WORDS = 2
-FUNCTION_WORDS = frozenset(
-    {
-        "the",
-        "to",
-        "in",
-        "of",
-        "and",
-        "or",
-        "for",
-        "with",
-        "that",
-        "this",
-        "these",
-        "those",
-        "it",
-        "its",
-        "is",
-        "are",
-        "were",
-        "be",
-        "been",
-        "can",
-        "could",
-        "should",
-        "would",
-        "what",
-        "how",
-        "why",
-        "when",
-        "where",
-        "which",
-        "who",
-        "there",
-        "here",
-        "from",
-        "into",
-        "about",
-        "than",
-        "then",
-        "if",
-        "not",
-        "does",
-        "did",
-        "have",
-        "you",
-        "your",
-        "we",
-        "our",
-        "us",
-        "they",
-        "them",
-        "their",
-    }
-)
-"""Common English function words. Those that are also common words of Polish, Spanish, German or French
-('a', 'i', 'do', 'no', 'on', 'an', 'so', 'was', 'will', 'me', 'my', 'has') are left out, so they cannot
-vouch for a request in those languages; the few kept that those languages share ('to', 'in', 'we') vouch
-only with another word of the list."""
+_FUNCTION_WORDS = """
+the to in of and or but for with without that this these those it its itself is are were be been being
+can could should would may might must shall did does doing done had have having what how why when where which who
+whom whose whether while there here from into onto about above across after against along among around at before
+behind below between beyond during except inside like near off out outside past since through under until up upon
+within than then if not because though although unless yet just only now too very all any both each either every
+few many more most much neither none other same several some such another something anything nothing everything
+someone anyone everyone nobody somewhere anywhere everywhere nowhere else you your yours yourself we our ours us
+they them their theirs his him she mine myself
+"""
+FUNCTION_WORDS = frozenset(_FUNCTION_WORDS.split())
+"""Common English function words (articles, pronouns, prepositions, auxiliaries, conjunctions, quantifiers).
+Those that are also common words of Polish, Spanish, German, French or Portuguese ('a', 'i', 'an', 'am',
+'by', 'do', 'he', 'me', 'my', 'no', 'on', 'so', 'has', 'was', 'will', 'also', 'via') are left out, so
+they cannot vouch for a request in those languages; the few kept that some of them share ('to', 'in',
+'we') vouch only with another word of the list."""
 COUNT_KEYS = (
     "projects",
     "skipped_projects",

@@ -30,8 +30,8 @@ REQUESTS = [f"how do we make the parser number {n} skip the blank lines at the e
     [
         ("why does the retry loop in fetch_rows never stop", True),
         ("please rename the helper to load_config everywhere", True),
-        ("rename helper load_config everywhere now please", False),  # no function word
-        ("the helper load_config everywhere now please", False),  # one
+        ("rename helper load_config please", False),  # no function word
+        ("rename the helper load_config please", False),  # one
         ("stwórzmy serwer MCP z użyciem bazy Qdrant i modelu", False),  # Polish: 'z', 'i' do not count
         ("puedes revisar el archivo de configuración y arreglar la ruta", False),
         ("kannst du die Funktion so ändern dass sie was zurückgibt", False),
