@@ -76,7 +76,7 @@ def session_time(name: str, text: str) -> datetime | None:
 
 def _title_time(text: str) -> tuple[datetime, bool] | None:
     """The first heading's time and whether it is UTC, looking no further than the first speaker line."""
-    for line in text.splitlines()[:40]:
+    for line in text[:8000].splitlines()[:40]:
         if _SPEAKER.match(line):
             return None
         heading = _TITLE.match(line)
