@@ -10,8 +10,10 @@ is one user message; `> ` lines are aider's own output (tool runs, token counts,
 left out; every other line is the assistant's answer, and one answer runs until the next user
 message, whatever tool output interrupts it. Commands (`/add`, `/run`, `/model`, ...) are not
 messages; `/ask`, `/code` and `/architect` lose their prefix, and aider's echo of the same text
-right after is dropped. Each session becomes `sessions/<project>-<nn>.jsonl` (one OpenClaw message
-record per message, at the session's start time plus one second per message). A project keeps its
+right after is dropped, as is architect mode's relay of the architect's answer to the editor model
+(a `####` message found word for word in the answer before it). Each session becomes
+`sessions/<project>-<nn>.jsonl` (one OpenClaw message record per message, at the session's start
+time plus one second per message). A project keeps its
 sessions, in order, up to `chatlog.MAX_CHARS` of message text.
 
 The questions, by the rule `memoryd.eval.chatlog` shares with the other chat-log sets: a user request
@@ -36,6 +38,8 @@ __all__ = ["Message", "Session", "convert", "load_aider", "parse_history"]
 
 _STARTED = re.compile(r"^# aider chat started at (\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2})")
 _PROMPT_PREFIXES = ("/ask", "/code", "/architect")
+RELAY_MIN_WORDS = 30
+"""A shorter message found in the answer before it ("yes", a file name) is the user's, not a relay."""
 
 
 def _user_text(lines: Sequence[str]) -> str | None:
@@ -51,6 +55,15 @@ def _user_text(lines: Sequence[str]) -> str | None:
     return text
 
 
+def _relayed(said: str, last: Message | None) -> bool:
+    """Architect mode hands the architect's answer to the editor model as a `####` message: a long
+    "user" message found word for word in the answer just before it is that relay, not the user."""
+    if last is None or last.role != "assistant":
+        return False
+    words = said.split()
+    return len(words) >= RELAY_MIN_WORDS and " ".join(words) in " ".join(last.text.split())
+
+
 def parse_history(text: str) -> list[Session]:
     """The sessions of one aider history file, each a list of user and assistant messages."""
     sessions: list[Session] = []
@@ -63,7 +76,9 @@ def parse_history(text: str) -> list[Session]:
             said = _user_text(user)
             last_user = next((m for m in reversed(current.messages) if m.role == "user"), None)
             echo = bool(current.messages) and current.messages[-1] is last_user and last_user is not None
-            if said is not None and not (echo and last_user is not None and last_user.text == said):
+            repeated = echo and last_user is not None and last_user.text == said
+            previous = current.messages[-1] if current.messages else None
+            if said is not None and not repeated and not _relayed(said, previous):
                 current.messages.append(Message("user", said))
         user.clear()
 
