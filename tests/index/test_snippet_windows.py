@@ -58,6 +58,8 @@ async def test_a_note_hit_shows_the_matching_line_and_cites_the_lines_shown(
     wire = hit.to_dict()
     assert (wire["snippetStartLine"], wire["snippetEndLine"]) == (first, last)
     assert (wire["startLine"], wire["endLine"]) == (1, 29)
+    offset = wire["snippetMatchOffset"]  # the window reached the note's end: earlier lines were taken back
+    assert isinstance(offset, int) and offset > 0 and hit.snippet[offset:].startswith(APPENDED)
 
 
 async def test_a_transcript_hit_shows_the_matching_sentence_and_keeps_its_records_lines(engine: IndexEngine) -> None:

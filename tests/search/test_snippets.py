@@ -21,6 +21,7 @@ def test_a_line_appended_to_a_long_note_is_shown() -> None:
     assert window.last_line == 25
     assert utf16_len(window.text) <= 700
     assert window.first_line > 0  # earlier lines fill the budget back, the head is not shown
+    assert window.text[window.match_at :].startswith("- Uses Neovim")  # where the match opens, past them
 
 
 def test_the_window_opens_on_the_line_that_matches() -> None:
@@ -28,6 +29,7 @@ def test_the_window_opens_on_the_line_that_matches() -> None:
     window = best_window(text, query_stems("when is the dentist appointment"))
     assert window.first_line == 12
     assert window.text.startswith("- Day 12: the dentist appointment moved")
+    assert window.match_at == 0  # no context taken back: the snippet opens on its match
 
 
 def test_a_window_covering_more_query_words_wins() -> None:
@@ -80,3 +82,7 @@ def test_windows_are_slices_of_the_lines_they_name_within_the_budget(text: str, 
     assert window.text in "\n".join(lines[window.first_line : window.last_line + 1])
     if utf16_len(text) > budget and any(contains(fold(text), s) for s in stems):
         assert any(s in fold(window.text) for s in stems)  # what matched is shown
+    assert 0 <= window.match_at < max(1, utf16_len(window.text))
+    if window.match_at:  # context was taken back before the match: the match opens a piece that matched
+        rest = window.text.encode("utf-16-le", errors="surrogatepass")[2 * window.match_at :]
+        assert any(s in fold(rest.decode("utf-16-le", errors="surrogatepass")) for s in stems)
