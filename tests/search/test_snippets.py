@@ -21,14 +21,17 @@ def test_a_line_appended_to_a_long_note_is_shown() -> None:
     assert window.last_line == 25
     assert utf16_len(window.text) <= 700
     assert window.first_line > 0  # earlier lines fill the budget back, the head is not shown
-    assert window.text[window.match_at :].startswith("- Uses Neovim")  # where the match opens, past them
+    assert window.text[window.match_at :].startswith("- Day 24")  # where the window proper opens, past them
 
 
-def test_the_window_opens_on_the_line_that_matches() -> None:
+def test_the_window_opens_one_line_before_the_line_that_matches() -> None:
+    # An answer's first line often holds fewer of the question's words than the next: it leads the window in.
     text = NOTE.replace("- Day 12: weekly planning", "- Day 12: the dentist appointment moved, weekly planning")
     window = best_window(text, query_stems("when is the dentist appointment"))
-    assert window.first_line == 12
-    assert window.text.startswith("- Day 12: the dentist appointment moved")
+    assert window.first_line == 11
+    assert window.text.startswith(
+        "- Day 11: weekly planning for project alpha, ticket 11, reviewed with the team.\n- Day 12: the dentist"
+    )
     assert window.match_at == 0  # no context taken back: the snippet opens on its match
 
 
@@ -45,7 +48,7 @@ def test_a_line_longer_than_the_budget_opens_at_its_matching_sentence() -> None:
     filler = " ".join(f"Sentence {i} talks about the build pipeline and its caches." for i in range(40))
     text = f"{filler} The staging database password rotation happens every ninety days. {filler}"
     window = best_window(text, query_stems("password rotation staging"))
-    assert window.text.startswith("The staging database password rotation")
+    assert window.text.startswith("Sentence 39 talks about the build pipeline and its caches. The staging database")
     assert (window.first_line, window.last_line) == (0, 0)
     assert utf16_len(window.text) <= 700
 
@@ -54,6 +57,8 @@ def test_a_chunk_within_the_budget_and_a_hit_without_query_words_are_served_from
     short = "one\ntwo\nthree"
     assert best_window(short, query_stems("three")).text == short
     unmatched = best_window(NOTE, query_stems("quasar"))
+    first = best_window(NOTE, query_stems("Day 0 weekly"))
+    assert first.first_line == 0 and first.text.startswith("- Day 0:")  # the chunk's first line: nothing leads in
     assert NOTE.startswith(unmatched.text) and unmatched.first_line == 0
     assert unmatched.last_line == unmatched.text.count("\n")
 
