@@ -17,8 +17,9 @@ HEADER = "<memoryd-recall>\nFrom long-term memory, maybe relevant; each line nam
 FOOTER = "</memoryd-recall>"
 RANK_WEIGHTS = (3, 2, 1)
 """Shares of the budget by rank (then 1 each): measured with `memoryd eval` on the FAQ and aider sets, the
-block held the evidence of 0.611 / 0.901 of the questions (served R@5 0.924 / 0.901), against 0.565 / 0.901
-with equal shares and 0.588 / 0.795 filling it greedily (the first two windows took it all)."""
+block held the evidence of 0.611 of the FAQ's questions (served R@5 0.924), against 0.565 with equal shares and
+0.588 filling it greedily (the first two windows took it all); aider's 0.901 / 0.901 / 0.795 then counted a
+repeated snippet twice (0.848 at these shares since, README "prompt hook's block")."""
 MIN_SNIPPET_CHARS = 60
 """A snippet cut shorter than this says nothing: the block ends instead."""
 _FOOTER_LINE = re.compile(r"\n\s*Source: \S+\s*$")
