@@ -17,8 +17,9 @@ HEADER = "<memoryd-recall>\nFrom long-term memory, maybe relevant; each line nam
 FOOTER = "</memoryd-recall>"
 RANK_WEIGHTS = (3, 2, 1)
 """Shares of the budget by rank (then 1 each): measured with `memoryd eval` on the FAQ and aider sets, the
-block held the evidence of 0.611 / 0.901 of the questions (served R@5 0.924 / 0.901), against 0.565 / 0.901
-with equal shares and 0.588 / 0.795 filling it greedily (the first two windows took it all)."""
+block held the evidence of 0.611 of the FAQ's questions (served R@5 0.924), against 0.565 with equal shares and
+0.588 filling it greedily (the first two windows took it all); aider's 0.901 / 0.901 / 0.795 then counted a
+repeated snippet twice (0.848 at these shares since, README "prompt hook's block")."""
 MIN_SNIPPET_CHARS = 60
 """A snippet cut shorter than this says nothing: the block ends instead."""
 _FOOTER_LINE = re.compile(r"\n\s*Source: \S+\s*$")
@@ -43,6 +44,9 @@ class Hit:
     """The lines the snippet shows (the matching window when the reply says, else the chunk's)."""
     exact: bool = False
     """`lines` map onto the text line for line (a note's snippet window), so a cut can narrow them."""
+    match_at: int = 0
+    """Where the matching window opens in `text` (characters): earlier lines are context the search took back
+    (the reply's `snippetMatchOffset`), the first a cut drops."""
 
     @property
     def key(self) -> str:
@@ -75,7 +79,11 @@ def hits_of(reply: Mapping[str, object]) -> list[Hit]:
         if not isinstance(r, dict) or not isinstance(r.get("path"), str):
             continue
         label = label_of(r)
-        text = str(r.get("snippet") or "").strip()
+        raw = str(r.get("snippet") or "")
+        offset = r.get("snippetMatchOffset")
+        match_at = _chars(raw, offset) if isinstance(offset, int) and offset > 0 else 0
+        text = raw.strip()
+        match_at = max(0, match_at - (len(raw) - len(raw.lstrip())))
         text = text.removesuffix(f"Source: {label}").rstrip() if text.endswith(f"Source: {label}") else text
         text = _FOOTER_LINE.sub("", text).strip()
         start, end = _lines(r)
@@ -83,8 +91,14 @@ def hits_of(reply: Mapping[str, object]) -> list[Hit]:
         exact = lines is not None and isinstance(r.get("snippetStartLine"), int)
         exact = exact and lines is not None and text.count("\n") == lines[1] - lines[0]
         if text:
-            hits.append(Hit(r["path"], label, text, str(r.get("source") or ""), lines, exact))
+            match_at = match_at if text[match_at:].strip() else 0
+            hits.append(Hit(r["path"], label, text, str(r.get("source") or ""), lines, exact, match_at))
     return hits
+
+
+def _chars(text: str, utf16_units: int) -> int:
+    """The number of characters of `text` its first `utf16_units` UTF-16 units hold (the protocol counts so)."""
+    return len(text.encode("utf-16-le", errors="surrogatepass")[: 2 * utf16_units].decode("utf-16-le", errors="ignore"))
 
 
 def distinct(hits: Sequence[Hit], seen: Collection[str] = ()) -> list[Hit]:
@@ -104,8 +118,9 @@ def render(hits: Sequence[Hit], max_chars: int) -> tuple[str, list[Hit]]:
     """The block within `max_chars` (frame included) and the hits it holds; ("", []) when none fits.
 
     The budget is shared by rank (RANK_WEIGHTS; a shorter snippet leaves the rest to the others), so a long
-    first snippet cannot crowd out the next results; a cut snippet keeps its head, which is where its
-    matching window opens. When the parts would be too small to say anything, the lowest-ranked hits go."""
+    first snippet cannot crowd out the next results; a cut snippet keeps its matching window's head (the
+    context lines the search took back before it go first, see `_cut`). When the parts would be too small to
+    say anything, the lowest-ranked hits go."""
     room = max_chars - len(HEADER) - len(FOOTER)
     items = [(f"- {hit.label}: ", " ".join(hit.text.split())) for hit in hits]
     for count in range(len(items), 0, -1):
@@ -122,8 +137,12 @@ def render(hits: Sequence[Hit], max_chars: int) -> tuple[str, list[Hit]]:
             lines.append(lead + text)
             shown.append(hit)
             continue
-        narrowed = _narrowed(hit, space - 1)  # its label names only the lines still shown (never longer)
-        lines.append(f"- {narrowed.label}: " + text[: space - 1].rstrip() + "…")
+        allowed, room = len(hit.label) + space, space
+        cut, narrowed = _cut(hit, room)  # its label names only the lines still shown
+        while len(narrowed.label) + len(cut) > allowed and room > 0:  # L9 -> L10: a longer label, a shorter cut
+            room -= len(narrowed.label) + len(cut) - allowed
+            cut, narrowed = _cut(hit, room)
+        lines.append(f"- {narrowed.label}: {cut}")
         shown.append(narrowed)
     return HEADER + "\n".join(lines) + "\n" + FOOTER, shown
 
@@ -141,20 +160,74 @@ def _shares(needs: Sequence[int], room: int) -> list[int]:
     return parts
 
 
-def _narrowed(hit: Hit, shown_chars: int) -> Hit:
-    """A hit cut to its first `shown_chars` characters names only the lines still shown, where its lines
-    map onto its text line for line (a note's window; a transcript's records do not)."""
+def _cut(hit: Hit, space: int) -> tuple[str, Hit]:
+    """The text a hit shows in `space` characters, and the hit naming what it still shows.
+
+    The snippet's pieces (its lines, spacing collapsed as the block shows them; the line its match opens in
+    split there) from the match on come first: when they fit, the context before them is taken back piece by
+    piece while it fits; when they do not, their head is kept, cut with "…". A note's window (`exact`) then
+    cites only its lines still shown."""
+    pieces = _pieces(hit)
+    match = next((i for i, piece in enumerate(pieces) if piece.opens), 0)
+    first, size = match, len(_joined(pieces[match:]))
+    if size <= space:
+        while first > 0 and size + len(pieces[first - 1].text) + (0 if pieces[first].glued else 1) <= space:
+            size += len(pieces[first - 1].text) + (0 if pieces[first].glued else 1)
+            first -= 1
+        return _joined(pieces[first:]), _narrowed(hit, pieces[first].line, pieces[-1].line)
+    body = _joined(pieces[match:])[: space - 1].rstrip()
+    last, used = pieces[match].line, 0
+    for i, piece in enumerate(pieces[match:]):
+        used += 0 if i == 0 or piece.glued else 1
+        if used >= len(body):
+            break
+        last, used = piece.line, used + len(piece.text)
+    return body + "…", _narrowed(hit, pieces[match].line, last)
+
+
+@dataclass(frozen=True, slots=True)
+class _Piece:
+    line: int
+    """Its line's index in the hit's text."""
+    text: str
+    """Its words, spacing collapsed as the block shows them."""
+    opens: bool = False
+    """The matching window opens here."""
+    glued: bool = False
+    """It follows the piece before it with no space between (a line split inside a word)."""
+
+
+def _pieces(hit: Hit) -> list[_Piece]:
+    """The hit's text as the block shows it: its non-blank lines, the one its match opens in split there."""
+    out: list[_Piece] = []
+    at, opened = 0, False
+    for number, line in enumerate(hit.text.split("\n")):
+        inside = hit.match_at - at
+        split = 0 < inside < len(line)
+        for begin, part in [(0, line[:inside]), (inside, line[inside:])] if split else [(0, line)]:
+            text = " ".join(part.split())
+            if text:
+                opens = not opened and at + begin >= hit.match_at
+                glued = begin > 0 and bool(out) and out[-1].line == number
+                glued = glued and not line[begin - 1].isspace() and not line[begin].isspace()
+                out.append(_Piece(number, text, opens, glued))
+                opened = opened or opens
+        at += len(line) + 1
+    return out
+
+
+def _joined(pieces: Sequence[_Piece]) -> str:
+    return "".join(("" if i == 0 or p.glued else " ") + p.text for i, p in enumerate(pieces))
+
+
+def _narrowed(hit: Hit, first: int, last: int) -> Hit:
+    """The hit citing only lines `first`..`last` of its text, where its lines map onto its text line for line
+    (a note's window; a transcript's records do not)."""
     if hit.lines is None or not hit.exact:
         return hit
     start, end = hit.lines
-    used, last = 0, start
-    for number, line in enumerate(hit.text.split("\n"), start=start):
-        if used >= shown_chars or number > end:
-            break
-        last = number
-        used += len(" ".join(line.split())) + 1
-    if last == end:
+    first, last = start + first, start + last
+    if (first, last) == (start, end):
         return hit
-    path = hit.path
-    label = f"{path}#L{start}" if last == start else f"{path}#L{start}-L{last}"
-    return dataclasses.replace(hit, label=label, lines=(start, last))
+    label = f"{hit.path}#L{first}" if last == first else f"{hit.path}#L{first}-L{last}"
+    return dataclasses.replace(hit, label=label, lines=(first, last))

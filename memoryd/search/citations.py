@@ -16,6 +16,7 @@ from typing import Literal
 from memoryd.media import NO_LINES
 from memoryd.search.pipeline import SearchResult
 from memoryd.search.request import SearchResponse
+from memoryd.search.scoring import utf16_len
 
 CitationsMode = Literal["auto", "on", "off"]
 ChatType = Literal["direct", "group", "channel"]
@@ -60,7 +61,11 @@ def decorate(results: list[SearchResult], include: bool) -> list[SearchResult]:
     out = []
     for r in results:
         where = location(r)
-        out.append(dataclasses.replace(r, citation=where, snippet=f"{r.snippet.strip()}\n\nSource: {where}"))
+        text = r.snippet.strip()
+        match_at = max(0, r.snippet_match_at - (utf16_len(r.snippet) - utf16_len(r.snippet.lstrip())))
+        out.append(
+            dataclasses.replace(r, citation=where, snippet=f"{text}\n\nSource: {where}", snippet_match_at=match_at)
+        )
     return out
 
 

@@ -68,6 +68,9 @@ class SearchResult:
     snippet_lines: tuple[int, int] | None = None
     """The file lines the snippet shows, when they are known (a note's chunk maps line for line; a
     transcript's chunk text does not map onto JSONL lines): the citation names these."""
+    snippet_match_at: int = 0
+    """Where the matching window opens in `snippet` (UTF-16 units), past the context lines taken back before
+    it; 0 when the snippet opens on it (memoryd.search.snippets.Window.match_at)."""
     retained: bool = False
     """A transcript deleted from disk, served from the retention store (memoryd.index.retention)."""
 
@@ -83,6 +86,8 @@ class SearchResult:
         }
         if self.snippet_lines is not None:
             out["snippetStartLine"], out["snippetEndLine"] = self.snippet_lines
+        if self.snippet_match_at > 0:
+            out["snippetMatchOffset"] = self.snippet_match_at
         if self.start_line == NO_LINES:  # an image or audio file (multimodal memory): no lines
             out["kind"] = media_kind(self.path)
         if self.retained:
@@ -298,5 +303,12 @@ def _result(cand: Candidate, stems: Sequence[str]) -> SearchResult:
     if cand.source == "memory" and cand.snippet.count("\n") == cand.end_line - cand.start_line:  # line for line
         lines = (cand.start_line + window.first_line, cand.start_line + window.last_line)
     return SearchResult(
-        cand.path, cand.start_line, cand.end_line, cand.score, window.text, cand.source, snippet_lines=lines
+        cand.path,
+        cand.start_line,
+        cand.end_line,
+        cand.score,
+        window.text,
+        cand.source,
+        snippet_lines=lines,
+        snippet_match_at=window.match_at,
     )

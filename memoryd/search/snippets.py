@@ -3,9 +3,11 @@
 A chunk is ~400 tokens; a snippet is at most 700 UTF-16 units (OpenClaw's cut). OpenClaw serves the
 chunk's head, so a line appended to a long MEMORY.md is found but not shown and the model has to call
 `memory_get`. Here the window covering the most of the query's words is served: it starts at the line
-where the best match begins (or, in a line longer than the budget, at its sentence), runs forward as far
-as the budget allows, and when it reaches the chunk's end takes earlier lines back for context. A chunk
-that fits the budget, and a hit no query word is found in (a vector-only match), are served as before.
+where the best match begins (or, in a line longer than the budget, at its sentence), led in by the
+non-blank line (or sentence) before it, runs forward as far as the budget allows, and when it reaches the
+chunk's end takes earlier lines back for context (its `match_at` says where the window proper opens after
+them, so the hook's cut drops them first). A chunk that fits the budget, and a hit no query word is found
+in (a vector-only match), are served as before.
 """
 
 from __future__ import annotations
@@ -32,6 +34,10 @@ class Window:
     text: str
     first_line: int
     last_line: int
+    match_at: int = 0
+    """Where the matching window opens in `text` (UTF-16 units, as the budget counts): past the earlier lines
+    taken back for context when the window reached the chunk's end, else 0. A reader cutting the snippet
+    shorter keeps what follows it."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,15 +62,17 @@ def best_window(text: str, stems: Sequence[str], max_chars: int = SNIPPET_MAX_CH
     if span is None:
         head = truncate_snippet(text, max_chars)
         return Window(head, 0, head.count("\n"))
-    start, end = span
-    if end == len(pieces) - 1:
-        start = _fill_back(pieces, start, end, max_chars)
-    while end > start and not pieces[end].text.strip():
+    match, end = _lead_in(pieces, *span, max_chars)
+    start = _fill_back(pieces, match, end, max_chars) if end == len(pieces) - 1 else match
+    while end > match and not pieces[end].text.strip():
         end -= 1  # a blank line at either edge shows nothing and would widen the citation
-    while start < end and not pieces[start].text.strip():
+    while start < match and not pieces[start].text.strip():
         start += 1
     joined = _join(pieces[start : end + 1])
-    return Window(truncate_snippet(joined, max_chars), pieces[start].line, pieces[end].line)
+    match_at = utf16_len(_join(pieces[start:match])) + (1 if pieces[match - 1].line != pieces[match].line else 0)
+    return Window(
+        truncate_snippet(joined, max_chars), pieces[start].line, pieces[end].line, match_at if start < match else 0
+    )
 
 
 def _pieces(text: str, stems: Sequence[str], max_chars: int) -> list[_Piece]:
@@ -124,6 +132,21 @@ def _best_span(pieces: Sequence[_Piece], max_chars: int) -> tuple[int, int] | No
         counts.subtract(piece.matched)
         size -= sizes[start] + (gaps[start] if end > start else 0)
     return span
+
+
+def _lead_in(pieces: Sequence[_Piece], start: int, end: int, max_chars: int) -> tuple[int, int]:
+    """The window opened one non-blank piece earlier (the line, or sentence, before its best one), pieces
+    dropped from its end to stay within the budget: a line that answers a question often holds fewer of its
+    words than the next (FAQ notes: evidence in the hook's block 0.611 -> 0.695, served R@5 0.924 either way),
+    and a transcript's message matched at its first sentence keeps its speaker."""
+    lead = start - 1
+    while lead >= 0 and not pieces[lead].text.strip():
+        lead -= 1
+    if lead < 0:
+        return start, end
+    while end > start and _length(pieces[lead : end + 1]) > max_chars:
+        end -= 1
+    return lead, end
 
 
 def _fill_back(pieces: Sequence[_Piece], start: int, end: int, max_chars: int) -> int:

@@ -8,12 +8,15 @@ import time
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from memoryd.cli.hooks import recall, state
 from memoryd.cli.hooks.payload import event_name, parse
 from memoryd.cli.hooks.project import Project, current, project_key
 from memoryd.cli.hooks.transcript import previous_user_turn
 from memoryd.errors import ConfigError, ProtocolError
+from memoryd.hookblock import hits_of
 from memoryd.hooksettings import HooksSettings, read
 
 
@@ -190,3 +193,77 @@ def test_a_cut_note_window_names_only_the_lines_it_still_shows() -> None:
     transcript = {**result, "path": "sessions/s.jsonl", "snippetStartLine": None, "snippet": text, "source": "sessions"}
     (kept,) = recall.render(hits_of({"results": [{**transcript, "citation": "sessions/s.jsonl#L1-L20"}]}), 300)[1]
     assert kept.lines == (1, 20)  # a transcript's records do not map onto its text: its lines stay
+
+
+def _note_reply(context: list[str], match: list[str], lead: str = "") -> dict[str, object]:
+    """A note's window (file lines 10 on) whose first `context` lines were taken back before its match."""
+    snippet = lead + "\n".join([*context, *match])
+    last = 10 + len(context) + len(match) - 1
+    result = {"path": "m.md", "startLine": 1, "endLine": 40, "snippetStartLine": 10, "snippetEndLine": last}
+    offset = len(lead) + sum(len(line) + 1 for line in context)
+    where = f"m.md#L10-L{last}"
+    return {"results": [{**result, "citation": where, "snippet": f"{snippet}\n\nSource: {where}",
+                         "source": "memory", "snippetMatchOffset": offset}]}  # fmt: skip
+
+
+def test_a_cut_snippet_drops_the_context_taken_back_before_its_match() -> None:
+    # ollama:q005's shape: the window reached the chunk's end and took earlier lines back; a cut kept those.
+    context = [f"- context line {k} the search took back before the match" for k in range(6)]
+    match = ["- The answer: set OLLAMA_HOST to 0.0.0.0 and restart.", "- Then check the port."]
+    (h,) = hits_of(_note_reply(context, match, lead="  "))  # the leading spaces are stripped as a reply's are
+    assert h.text[h.match_at :].startswith("- The answer")
+    frame = len(recall.HEADER) + len(recall.FOOTER)
+    block, (shown,) = recall.render([h], frame + 130)
+    assert "- m.md#L16-L17: - The answer: set OLLAMA_HOST" in block and "context line" not in block
+    assert shown.lines == (16, 17)
+    block, (shown,) = recall.render([h], frame + 200)  # room for one line of context before it
+    assert "- m.md#L15-L17: - context line 5 the search" in block and shown.lines == (15, 17)
+    block, (shown,) = recall.render([h], frame + 82)  # less than the match: its head, cut
+    assert "- m.md#L16-L17: - The answer: set" in block and block.count("…") == 1 and "context" not in block
+    plain = hits_of({"results": [{**_note_reply(context, match)["results"][0], "snippetMatchOffset": None}]})  # type: ignore[index]
+    assert "context line 0" in recall.render(plain, frame + 130)[0]  # no offset: the head, as before
+
+
+_WORDS = st.sampled_from(["alpha", "beta", "gamma", "ollama", "x" * 40, "日本語", "a"])
+_LINES = st.lists(
+    st.tuples(st.sampled_from(["", " ", "  "]), st.lists(_WORDS, max_size=12).map(" ".join)).map("".join),
+    min_size=1,
+    max_size=25,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(lines=_LINES, at=st.integers(0, 2000), budget=st.integers(40, 1500), transcript=st.booleans())
+def test_a_cut_keeps_the_match_and_cites_exactly_the_lines_it_shows(
+    lines: list[str], at: int, budget: int, transcript: bool
+) -> None:
+    text = "\n".join(lines)
+    at = min(at, len(text))
+    result = {"path": "m.md", "startLine": 1, "endLine": 99, "snippetStartLine": 5, "snippetEndLine": 4 + len(lines)}
+    if transcript:
+        result = {**result, "path": "s.jsonl", "snippetStartLine": None, "snippetEndLine": None, "source": "sessions"}
+    hits = hits_of({"results": [{**result, "citation": None, "snippet": text, "snippetMatchOffset": at}]})
+    if not hits:
+        return
+    (h,) = hits
+    block, shown = recall.render(hits, budget + len(recall.HEADER) + len(recall.FOOTER))
+    if not shown:
+        return
+    assert len(block) <= budget + len(recall.HEADER) + len(recall.FOOTER)
+    (row,) = block.splitlines()[2:-1]
+    label, _, body = row.removeprefix("- ").partition(": ")
+    body = body.removesuffix("…")
+    match = " ".join(h.text[h.match_at :].split())
+    assert match.startswith(body) or body.endswith(match) or body == match  # the match first, context before it
+    if transcript or not h.exact:  # a transcript's records, or blank edges a served window never has
+        assert shown[0].lines == h.lines  # not narrowed
+        return
+    assert shown[0].lines is not None
+    first, last = shown[0].lines
+    assert label == (f"m.md#L{first}" if first == last else f"m.md#L{first}-L{last}")
+    cited = [" ".join(line.split()) for line in lines[first - 5 : last - 4]]
+    assert cited[0] and cited[-1]  # the cited lines' first and last are shown, no blank at either edge
+    joined = " ".join(c for c in cited if c)
+    where = joined.find(body)  # the text shown is a run of the cited lines, opening in the first, reaching the last
+    assert 0 <= where < len(cited[0]) and where + len(body) > len(joined) - len(cited[-1])
+    assert row.endswith("…") or joined.endswith(body)  # not cut: it runs to the window's end

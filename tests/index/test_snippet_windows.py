@@ -58,6 +58,8 @@ async def test_a_note_hit_shows_the_matching_line_and_cites_the_lines_shown(
     wire = hit.to_dict()
     assert (wire["snippetStartLine"], wire["snippetEndLine"]) == (first, last)
     assert (wire["startLine"], wire["endLine"]) == (1, 29)
+    offset = wire["snippetMatchOffset"]  # the window reached the note's end: earlier lines were taken back
+    assert isinstance(offset, int) and offset > 0 and hit.snippet[offset:].startswith(NOTE_LINES[-1] + "\n" + APPENDED)
 
 
 async def test_a_transcript_hit_shows_the_matching_sentence_and_keeps_its_records_lines(engine: IndexEngine) -> None:
@@ -66,5 +68,7 @@ async def test_a_transcript_hit_shows_the_matching_sentence_and_keeps_its_record
     assert hit.path == "sessions/s1.jsonl"
     assert "rotate the replica credentials" in hit.snippet
     assert not hit.snippet.startswith("User: How do we roll out")  # not the chunk's head
+    proper = hit.snippet[hit.snippet_match_at :]  # after what fill-back took back: led in by the sentence before
+    assert proper.startswith("run the migration script for shard 59. Finally rotate")
     assert hit.snippet_lines is None and "snippetStartLine" not in hit.to_dict()
     assert hit.citation == f"sessions/s1.jsonl#L{hit.start_line}-L{hit.end_line}"

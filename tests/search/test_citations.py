@@ -149,3 +149,14 @@ async def test_the_daemon_leaves_the_footer_out_for_a_channel_session_in_auto_mo
     assert d["citation"] == "MEMORY.md#L1-L4"
     assert d["snippet"] == "# Memory\n\nThe spare key is under the blue flowerpot.\n\nSource: MEMORY.md#L1-L4"
     assert r["citation"] is None and "Source:" not in r["snippet"] and "blue flowerpot" in r["snippet"]
+
+
+def test_the_match_offset_follows_the_stripped_snippet() -> None:
+    """The footer's strip() drops leading spaces: `snippetMatchOffset` still points where the match opens."""
+    raw = "  earlier line taken back\nthe matching line"
+    result = SearchResult("m.md", 1, 9, 0.5, raw, "memory", snippet_lines=(3, 4), snippet_match_at=raw.index("the "))
+    (cited,) = decorate([result], include=True)
+    wire = cited.to_dict()
+    assert cited.snippet.startswith("earlier line") and cited.snippet[cited.snippet_match_at :].startswith("the match")
+    assert wire["snippetMatchOffset"] == cited.snippet_match_at
+    assert "snippetMatchOffset" not in SearchResult("m.md", 1, 9, 0.5, "x", "memory").to_dict()  # opens on it

@@ -21,13 +21,18 @@ def test_a_line_appended_to_a_long_note_is_shown() -> None:
     assert window.last_line == 25
     assert utf16_len(window.text) <= 700
     assert window.first_line > 0  # earlier lines fill the budget back, the head is not shown
+    assert window.text[window.match_at :].startswith("- Day 24")  # where the window proper opens, past them
 
 
-def test_the_window_opens_on_the_line_that_matches() -> None:
+def test_the_window_opens_one_line_before_the_line_that_matches() -> None:
+    # An answer's first line often holds fewer of the question's words than the next: it leads the window in.
     text = NOTE.replace("- Day 12: weekly planning", "- Day 12: the dentist appointment moved, weekly planning")
     window = best_window(text, query_stems("when is the dentist appointment"))
-    assert window.first_line == 12
-    assert window.text.startswith("- Day 12: the dentist appointment moved")
+    assert window.first_line == 11
+    assert window.text.startswith(
+        "- Day 11: weekly planning for project alpha, ticket 11, reviewed with the team.\n- Day 12: the dentist"
+    )
+    assert window.match_at == 0  # no context taken back: the snippet opens on its match
 
 
 def test_a_window_covering_more_query_words_wins() -> None:
@@ -43,7 +48,7 @@ def test_a_line_longer_than_the_budget_opens_at_its_matching_sentence() -> None:
     filler = " ".join(f"Sentence {i} talks about the build pipeline and its caches." for i in range(40))
     text = f"{filler} The staging database password rotation happens every ninety days. {filler}"
     window = best_window(text, query_stems("password rotation staging"))
-    assert window.text.startswith("The staging database password rotation")
+    assert window.text.startswith("Sentence 39 talks about the build pipeline and its caches. The staging database")
     assert (window.first_line, window.last_line) == (0, 0)
     assert utf16_len(window.text) <= 700
 
@@ -52,6 +57,8 @@ def test_a_chunk_within_the_budget_and_a_hit_without_query_words_are_served_from
     short = "one\ntwo\nthree"
     assert best_window(short, query_stems("three")).text == short
     unmatched = best_window(NOTE, query_stems("quasar"))
+    first = best_window(NOTE, query_stems("Day 0 weekly"))
+    assert first.first_line == 0 and first.text.startswith("- Day 0:")  # the chunk's first line: nothing leads in
     assert NOTE.startswith(unmatched.text) and unmatched.first_line == 0
     assert unmatched.last_line == unmatched.text.count("\n")
 
@@ -80,3 +87,7 @@ def test_windows_are_slices_of_the_lines_they_name_within_the_budget(text: str, 
     assert window.text in "\n".join(lines[window.first_line : window.last_line + 1])
     if utf16_len(text) > budget and any(contains(fold(text), s) for s in stems):
         assert any(s in fold(window.text) for s in stems)  # what matched is shown
+    assert 0 <= window.match_at < max(1, utf16_len(window.text))
+    if window.match_at:  # context was taken back before the match: the match opens a piece that matched
+        rest = window.text.encode("utf-16-le", errors="surrogatepass")[2 * window.match_at :]
+        assert any(s in fold(rest.decode("utf-16-le", errors="surrogatepass")) for s in stems)
