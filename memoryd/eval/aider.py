@@ -10,63 +10,36 @@ is one user message; `> ` lines are aider's own output (tool runs, token counts,
 left out; every other line is the assistant's answer, and one answer runs until the next user
 message, whatever tool output interrupts it. Commands (`/add`, `/run`, `/model`, ...) are not
 messages; `/ask`, `/code` and `/architect` lose their prefix, and aider's echo of the same text
-right after is dropped. Each session becomes `sessions/<project>-<nn>.jsonl` (one OpenClaw message
-record per message, at the session's start time plus one second per message). A project keeps its
-sessions, in order, up to `MAX_CHARS` of message text.
+right after is dropped, as is architect mode's relay of the architect's answer to the editor model
+(a `####` message found word for word in the answer before it). Each session becomes
+`sessions/<project>-<nn>.jsonl` (one OpenClaw message record per message, at the session's start
+time plus one second per message). A project keeps its
+sessions, in order, up to `chatlog.MAX_CHARS` of message text.
 
-Questions, by a fixed rule (no qrels exist): a user request is a question when it has 6 to 60
-words, is mostly ASCII (the English shape the packaged model reads), is the only user message of
-the project with that text, appears in no other message, and got an answer of at least 50 words.
-Of those, the `QUESTIONS` whose id hashes lowest are asked (a project with fewer than
-`MIN_QUESTIONS` is left out); the evidence is the line of the answer
-(the assistant message), and the question's own message is left out of the transcript, so it can
-never find itself: what is searched is what the assistant answered, as a later session's "how did
-we fix the road spawning?" would search it. Category 1: the answer holds code (a fence or an edit
-block); 2: prose only. One workspace per project, so each index is also asked another project's
-questions (abstention).
+The questions, by the rule `memoryd.eval.chatlog` shares with the other chat-log sets: a user request
+of 6-60 words that reads as English, occurs in no other message and got an answer of 50 words or more
+is held out of the transcript and asked; its evidence is the answer's line.
 """
 
 from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from collections.abc import Sequence
+from datetime import UTC, datetime
 from pathlib import Path
-from types import MappingProxyType
-
-import orjson
 
 from memoryd.errors import SourceError
-from memoryd.eval.dataset import EvalSet, Group, Qrel
+from memoryd.eval import chatlog
+from memoryd.eval.chatlog import Message, Session
+from memoryd.eval.dataset import EvalSet, Group
 
-CATEGORY_NAMES: Mapping[int, str] = MappingProxyType({1: "code answer", 2: "prose answer"})
-SESSIONS_DIR = "sessions"
-MAX_CHARS = 250_000
-"""Message text kept per project (whole sessions, in order): bounds the index and embedding cost."""
-QUESTIONS = 40
-"""Questions per project (those whose id hashes lowest among the eligible requests)."""
-MIN_QUESTIONS = 5
-"""A project with fewer eligible requests is left out (too small a history to search)."""
-MIN_WORDS, MAX_WORDS, MIN_ANSWER_WORDS = 6, 60, 50
-MIN_ASCII_SHARE = 0.9
+__all__ = ["Message", "Session", "convert", "load_aider", "parse_history"]
+
 _STARTED = re.compile(r"^# aider chat started at (\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2})")
 _PROMPT_PREFIXES = ("/ask", "/code", "/architect")
-_WORD = re.compile(r"\w+")
-_CODE = re.compile(r"^\s*(```|~~~|<<<<<<< SEARCH|>>>>>>> REPLACE)", re.MULTILINE)
-
-
-@dataclass(slots=True)
-class Message:
-    role: str  # "user" | "assistant"
-    text: str
-
-
-@dataclass(slots=True)
-class Session:
-    started: datetime
-    messages: list[Message] = field(default_factory=list)
+RELAY_MIN_WORDS = 30
+"""A shorter message found in the answer before it ("yes", a file name) is the user's, not a relay."""
 
 
 def _user_text(lines: Sequence[str]) -> str | None:
@@ -82,6 +55,15 @@ def _user_text(lines: Sequence[str]) -> str | None:
     return text
 
 
+def _relayed(said: str, last: Message | None) -> bool:
+    """Architect mode hands the architect's answer to the editor model as a `####` message: a long
+    "user" message found word for word in the answer just before it is that relay, not the user."""
+    if last is None or last.role != "assistant":
+        return False
+    words = said.split()
+    return len(words) >= RELAY_MIN_WORDS and " ".join(words) in " ".join(last.text.split())
+
+
 def parse_history(text: str) -> list[Session]:
     """The sessions of one aider history file, each a list of user and assistant messages."""
     sessions: list[Session] = []
@@ -94,7 +76,9 @@ def parse_history(text: str) -> list[Session]:
             said = _user_text(user)
             last_user = next((m for m in reversed(current.messages) if m.role == "user"), None)
             echo = bool(current.messages) and current.messages[-1] is last_user and last_user is not None
-            if said is not None and not (echo and last_user is not None and last_user.text == said):
+            repeated = echo and last_user is not None and last_user.text == said
+            previous = current.messages[-1] if current.messages else None
+            if said is not None and not repeated and not _relayed(said, previous):
                 current.messages.append(Message("user", said))
         user.clear()
 
@@ -130,104 +114,9 @@ def parse_history(text: str) -> list[Session]:
     return [s for s in sessions if s.messages]
 
 
-def _words(text: str) -> int:
-    return len(_WORD.findall(text))
-
-
-def _ascii_share(text: str) -> float:
-    letters = [c for c in text if c.isalpha()]
-    return sum(c.isascii() for c in letters) / len(letters) if letters else 0.0
-
-
-def _norm(text: str) -> str:
-    return " ".join(text.lower().split())
-
-
-def _kept(sessions: Sequence[Session]) -> list[Session]:
-    kept: list[Session] = []
-    total = 0
-    for s in sessions:
-        size = sum(len(m.text) for m in s.messages)
-        if kept and total + size > MAX_CHARS:
-            break
-        kept.append(s)
-        total += size
-    return kept
-
-
-@dataclass(frozen=True, slots=True)
-class _Ask:
-    qid: str
-    session: int
-    index: int  # the user message's index in its session
-    text: str
-    category: int
-
-
-def _eligible(project: str, sessions: Sequence[Session]) -> list[_Ask]:
-    """Every user request the rule accepts (module docstring), in order."""
-    users = [_norm(m.text) for s in sessions for m in s.messages if m.role == "user"]
-    counts = {u: users.count(u) for u in set(users)}
-    every = [(si, mi, _norm(m.text)) for si, s in enumerate(sessions) for mi, m in enumerate(s.messages)]
-    found: list[_Ask] = []
-    for si, s in enumerate(sessions):
-        for mi, m in enumerate(s.messages):
-            if m.role != "user" or mi + 1 >= len(s.messages) or s.messages[mi + 1].role != "assistant":
-                continue
-            words, answer = _words(m.text), s.messages[mi + 1].text
-            norm = _norm(m.text)
-            if not MIN_WORDS <= words <= MAX_WORDS or _ascii_share(m.text) < MIN_ASCII_SHARE:
-                continue
-            if _words(answer) < MIN_ANSWER_WORDS or counts[norm] > 1:
-                continue
-            if any(norm in other for osi, omi, other in every if (osi, omi) != (si, mi)):
-                continue
-            category = 1 if _CODE.search(answer) else 2
-            found.append(_Ask(f"{project}:s{si + 1:02d}m{mi + 1:03d}", si, mi, m.text, category))
-    return found
-
-
-def _record(role: str, text: str, at: datetime) -> str:
-    record = {
-        "type": "message",
-        "timestamp": at.strftime("%Y-%m-%dT%H:%M:%S.000Z"),
-        "message": {"role": role, "content": [{"type": "text", "text": text}]},
-    }
-    return orjson.dumps(record).decode() + "\n"
-
-
 def convert(project: str, text: str, totals: dict[str, int]) -> Group | None:
-    """One project's history as a workspace and its questions (None when it yields no question)."""
-    sessions = _kept(parse_history(text))
-    eligible = _eligible(project, sessions)
-    asked = sorted(eligible, key=lambda a: hashlib.sha256(a.qid.encode()).hexdigest())[:QUESTIONS]
-    if len(asked) < MIN_QUESTIONS:
-        totals["skipped_projects"] += 1
-        return None
-    held_out = {(a.session, a.index) for a in asked}
-    files: dict[str, str] = {}
-    where: dict[tuple[int, int], tuple[str, int]] = {}
-    for si, s in enumerate(sessions):
-        rel = f"{SESSIONS_DIR}/{project}-{si + 1:02d}.jsonl"
-        lines: list[str] = []
-        for mi, m in enumerate(s.messages):
-            if (si, mi) in held_out:
-                continue
-            lines.append(_record(m.role, m.text, s.started + timedelta(seconds=mi)))
-            where[(si, mi)] = (rel, len(lines))
-            totals["assistant_words" if m.role == "assistant" else "user_words"] += _words(m.text)
-        if lines:
-            files[rel] = "".join(lines)
-        totals["sessions"] += 1
-        totals["messages"] += len(lines)
-    questions = tuple(
-        Qrel(a.qid, a.text, a.category, frozenset({where[(a.session, a.index + 1)]}))
-        for a in sorted(asked, key=lambda a: (a.session, a.index))
-    )
-    totals["projects"] += 1
-    totals["eligible"] += len(eligible)
-    totals["questions"] += len(questions)
-    return Group(project, files, questions)
+    """One project's history as a workspace and its questions (None when it yields too few)."""
+    return chatlog.convert(project, parse_history(text), totals)
 
 
 def load_aider(path: Path) -> EvalSet:
@@ -239,10 +128,7 @@ def load_aider(path: Path) -> EvalSet:
     if not pages:
         raise SourceError(f"no aider chat histories (*.md) in {path}")
     digest = hashlib.sha256()
-    totals = dict.fromkeys(
-        ("projects", "skipped_projects", "sessions", "messages", "eligible", "questions", "user_words"), 0
-    )
-    totals["assistant_words"] = 0
+    totals = chatlog.new_totals()
     groups: list[Group] = []
     for page in pages:
         try:
@@ -250,10 +136,9 @@ def load_aider(path: Path) -> EvalSet:
         except OSError as exc:
             raise SourceError(f"cannot read aider history {page}: {exc.strerror or exc}") from exc
         digest.update(page.name.encode() + b"\0" + data)
-        project = re.sub(r"[^a-z0-9-]+", "-", page.stem.lower()).strip("-") or "project"
-        group = convert(project, data.decode("utf-8", errors="replace"), totals)
+        group = convert(chatlog.project_id(page.stem), data.decode("utf-8", errors="replace"), totals)
         if group is not None:
             groups.append(group)
     if not groups:
         raise SourceError(f"no aider history in {path} yields a question")
-    return EvalSet("aider", "aider chats", tuple(groups), CATEGORY_NAMES, digest.hexdigest(), totals)
+    return EvalSet("aider", "aider chats", tuple(groups), chatlog.CATEGORY_NAMES, digest.hexdigest(), totals)

@@ -2,16 +2,21 @@
 
 The command line's `eval` subcommand: `add_parser` registers it, `run` executes it. SET is one of
 `locomo` (LoCoMo's locomo10.json), `realtalk` (REALTALK's data/ directory), `faq` (a directory of
-FAQ markdown pages), `aider` (a directory of aider chat histories) or `smallnotes` (built in).
+FAQ markdown pages), `aider` (a directory of aider chat histories), `specstory` (a directory of
+projects' SpecStory exports) or `smallnotes` (built in). A set may be named several times with
+different paths; each is then reported as `SET:<the path's last part>`.
 Results go to the given output stream as one table (or JSON); the progress bar and errors go to stderr.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import tempfile
+from collections import Counter
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO, cast
 
@@ -19,7 +24,7 @@ import anyio
 import orjson
 
 from memoryd.errors import ConfigError, MemorydError
-from memoryd.eval import ablation, abstain, aider, faq, hookrun, locomo, realtalk, smallnotes
+from memoryd.eval import ablation, abstain, aider, faq, hookrun, locomo, realtalk, smallnotes, specstory
 from memoryd.eval.dataset import EvalSet
 from memoryd.eval.harness import DEFAULT, HOOKS, MODES, EvalReport, Mode, Variant, evaluate_set, local_provider
 from memoryd.eval.hookreplay import HookReplay
@@ -33,6 +38,7 @@ LOADERS: dict[str, Loader] = {
     "realtalk": lambda path, _pool: realtalk.load_realtalk(path),
     "faq": lambda path, _pool: faq.load_faq(path),
     "aider": lambda path, _pool: aider.load_aider(path),
+    "specstory": lambda path, _pool: specstory.load_specstory(path),
     "smallnotes": lambda path, _pool: smallnotes.load_smallnotes(path),
 }
 SET_HELP = {
@@ -40,6 +46,7 @@ SET_HELP = {
     "realtalk": "REALTALK's data/ directory (Chat_*.json)",
     "faq": "a directory of FAQ markdown pages (ripgrep's FAQ.md, ruff's docs/faq.md, ...)",
     "aider": "a directory of aider chat histories (repositories' .aider.chat.history.md, one <project>.md each)",
+    "specstory": "a directory of projects, each a sub-directory of its SpecStory exports (.specstory/history/*.md)",
     "smallnotes": "built-in one-note workspaces with paraphrased questions (PATH is ignored: give -)",
 }
 
@@ -88,16 +95,40 @@ def add_parser(subparsers: SubParsers, parents: Sequence[Parser] = ()) -> Parser
 
 
 def parse_items(items: Sequence[str]) -> list[tuple[str, Path]]:
-    """`SET PATH` pairs, each set once."""
+    """`SET PATH` pairs; a set may come several times, each time with another path."""
     if len(items) % 2:
         raise ConfigError("eval", f"expected pairs of SET PATH, got {' '.join(items)!r}")
     pairs = [(items[i], Path(items[i + 1])) for i in range(0, len(items), 2)]
     for name, _path in pairs:
         if name not in LOADERS:
             raise ConfigError("eval", f"unknown set {name!r}; choose from {', '.join(LOADERS)}")
-    if len({name for name, _ in pairs}) != len(pairs):
-        raise ConfigError("eval", "each set may be named once")
+    seen: set[tuple[str, str]] = set()
+    for name, path in pairs:
+        key = (name, os.path.abspath(path))
+        if key in seen:
+            raise ConfigError("eval", f"{name} {path} is named twice")
+        seen.add(key)
     return pairs
+
+
+def set_labels(pairs: Sequence[tuple[str, Path]]) -> list[str]:
+    """What each pair is reported as: its set's name, or `SET:<the path's last part>` (`SET:<path>` when
+    those are alike too) when the set is named more than once."""
+    times = Counter(name for name, _ in pairs)
+    short = [f"{name}:{path.name or path}" if times[name] > 1 else name for name, path in pairs]
+    alike = Counter(short)
+    return [f"{name}:{path}" if alike[label] > 1 else label for (name, path), label in zip(pairs, short, strict=True)]
+
+
+def load_sets(pairs: Sequence[tuple[str, Path]], *, pool: bool, sample: int) -> list[EvalSet]:
+    """Each pair's set, named by its label (`set_labels`) so two paths of one set stay apart."""
+    sets: list[EvalSet] = []
+    for (name, path), label in zip(pairs, set_labels(pairs), strict=True):
+        loaded = LOADERS[name](path, pool).sample(sample)
+        if label != loaded.name:
+            loaded = replace(loaded, name=label, title=f"{loaded.title} ({label.partition(':')[2]})")
+        sets.append(loaded)
+    return sets
 
 
 def parse_modes(text: str) -> list[Mode]:
@@ -119,7 +150,7 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
     try:
         pairs = parse_items(args.items)
         modes = parse_modes(args.mode)
-        sets = [LOADERS[name](path, bool(args.pool)).sample(args.sample) for name, path in pairs]
+        sets = load_sets(pairs, pool=bool(args.pool), sample=args.sample)
         variants: Sequence[Variant] = ablation.VARIANTS if args.ablate else (DEFAULT,)
         replayed = hookrun.replay_mode(modes) if args.hooks else None
 
@@ -179,8 +210,9 @@ def _pct(value: float) -> str:
 def format_results(sets: Sequence[EvalSet], results: Results, *, ablate: bool) -> str:
     """One line per set and mode (default settings); per set, its categories for the first mode; then
     the ablation table when asked for."""
+    width = max([10, *(len(s.name) + 2 for s in sets)])
     lines = [
-        f"{'set':<10}{'mode':<8}{'n':>6}{'chunks':>8}{'R@5':>7}{'R@10':>7}{'nDCG@10':>9}{'MRR':>7}"
+        f"{'set':<{width}}{'mode':<8}{'n':>6}{'chunks':>8}{'R@5':>7}{'R@10':>7}{'nDCG@10':>9}{'MRR':>7}"
         f"{'served R@5':>12}{'R@10':>7}{'empty':>7}{'abstain':>9}{'other-sets':>12}"
     ]
     for s in sets:
@@ -195,7 +227,7 @@ def format_results(sets: Sequence[EvalSet], results: Results, *, ablate: bool) -
             same_set = _pct(r.abstention.rate) if r.abstention else "-"
             other_sets = _pct(r.other_sets.rate) if r.other_sets else "-"
             lines.append(
-                f"{s.name:<10}{mode:<8}{m.n:>6}{r.settings['chunks']!s:>8}{m.recall_5:>7.3f}{m.recall_10:>7.3f}"
+                f"{s.name:<{width}}{mode:<8}{m.n:>6}{r.settings['chunks']!s:>8}{m.recall_5:>7.3f}{m.recall_10:>7.3f}"
                 f"{m.ndcg_10:>9.3f}{m.mrr:>7.3f}{served}{same_set:>9}{other_sets:>12}"
             )
     first = next(iter(next(iter(results.values())).values()))

@@ -64,6 +64,29 @@ def test_sessions_keep_user_and_assistant_text_without_commands_or_tool_output()
     assert len(second.messages) == 14 and second.messages[-1].text == "Done."
 
 
+def test_architect_mode_relaying_its_answer_to_the_editor_is_not_a_user_message() -> None:
+    plan = " ".join(f"step{i} edit the parser" for i in range(12))
+    text = "\n".join(
+        [
+            "# aider chat started at 2025-03-01 10:00:00",
+            "#### /architect plan the parser rewrite please, step by step",
+            "",
+            f"Here is the plan. {plan} Then run the tests.",
+            "",
+            f"#### {plan}",  # aider hands the architect's plan to the editor model
+            "",
+            "Applied the edits.",
+            "#### yes",  # short and found in no answer: the user's own
+            "",
+            "Done.",
+        ]
+    )
+    (session,) = aider.parse_history(text)
+    assert [m.role for m in session.messages] == ["user", "assistant", "user", "assistant"]
+    assert session.messages[1].text.endswith("Applied the edits.")
+    assert session.messages[2].text == "yes"
+
+
 def test_questions_are_held_out_and_their_evidence_is_the_answer(tmp_path: Path) -> None:
     (tmp_path / "Tool.md").write_text(history())
     data = aider.load_aider(tmp_path)

@@ -11,6 +11,7 @@ import orjson
 import pytest
 
 from memoryd.eval import cli
+from tests.eval.conftest import TWO_ANSWER_FAQ
 
 PERFECT = {"recall@5": 1.0, "recall@10": 1.0, "ndcg@10": 1.0, "mrr": 1.0}
 # With two chunks of which one is relevant, the relevant one ranks first (RR 1, nDCG 1) or second
@@ -176,7 +177,7 @@ def test_several_sets_are_each_asked_the_other_sets_questions(tiny_path: Path, t
     [
         (("locomo",), "expected pairs of SET PATH"),
         (("wiki", "x.json"), "unknown set 'wiki'"),
-        (("locomo", "a.json", "locomo", "b.json"), "each set may be named once"),
+        (("locomo", "a.json", "locomo", "./a.json"), "locomo a.json is named twice"),
         (("locomo", "a.json", "--mode", "fuzzy"), "unknown mode 'fuzzy'"),
     ],
 )
@@ -184,6 +185,24 @@ def test_bad_arguments_are_reported_not_raised(argv: tuple[str, ...], message: s
     code, out, err = run(*argv)
     assert (code, out) == (1, "")
     assert message in err
+
+
+def test_one_set_may_be_named_with_several_paths(faq_dir: Path, tmp_path: Path) -> None:
+    more = tmp_path / "more"
+    more.mkdir()
+    (more / "tool.md").write_text(TWO_ANSWER_FAQ, encoding="utf-8")
+    code, out, err = run("faq", str(faq_dir), "faq", str(more), "--mode", "keyword", "--json")
+    assert (code, err) == (0, "")
+    runs = orjson.loads(out)["runs"]
+    assert [r["set"] for r in runs] == ["faq:faq", "faq:more"]
+    assert [r["settings"]["dataset"] for r in runs] == ["faq:faq", "faq:more"]
+    assert runs[0]["abstention_other_sets"]["by_set"].keys() == {"faq:more"}
+
+
+def test_labels_fall_back_to_the_whole_path_when_last_parts_are_alike() -> None:
+    pairs = [("specstory", Path("x/A")), ("specstory", Path("y/A")), ("aider", Path("z/A")), ("faq", Path("w"))]
+    assert cli.set_labels(pairs) == ["specstory:x/A", "specstory:y/A", "aider", "faq"]
+    assert cli.set_labels([("specstory", Path("x/A")), ("specstory", Path("B/"))]) == ["specstory:A", "specstory:B"]
 
 
 def test_parents_add_their_options_to_the_locomo_command() -> None:
