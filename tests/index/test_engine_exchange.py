@@ -39,7 +39,8 @@ def ws(tmp_path: Path) -> Path:
 def chunk_rows(engine: IndexEngine) -> list[tuple[int, int, str]]:
     conn, _vec = connect(engine.agent.db_path, readonly=True, vec_enabled=False)
     try:
-        rows: list[Any] = conn.execute("SELECT start_line, end_line, text FROM chunks WHERE path = ?", (SESSION,)).fetchall()
+        query = "SELECT start_line, end_line, text FROM chunks WHERE path = ?"
+        rows: list[Any] = conn.execute(query, (SESSION,)).fetchall()
     finally:
         conn.close()
     return sorted((int(s), int(e), str(t)) for s, e, t in rows)
