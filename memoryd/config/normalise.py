@@ -28,7 +28,9 @@ def normalise(s: MemorySearchSettings) -> MemorySearchSettings:
     """Apply the `compat` profile, then OpenClaw's clamps (spec §1), so every consumer sees sane values."""
     s = apply_compat(s, MemorySearchSettings())
     tokens = max(1, s.chunking.tokens)
-    chunking = ChunkingSettings(tokens=tokens, overlap=int(_clamp(s.chunking.overlap, 0, tokens - 1)))
+    chunking = ChunkingSettings(
+        tokens=tokens, overlap=int(_clamp(s.chunking.overlap, 0, tokens - 1)), transcripts=s.chunking.transcripts
+    )
     h = s.query.hybrid
     vw, tw = _clamp(h.vector_weight, 0, 1), _clamp(h.text_weight, 0, 1)
     total = vw + tw

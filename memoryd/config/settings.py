@@ -15,6 +15,7 @@ from memoryd.qmd.settings import QmdSettings
 
 Source = Literal["memory", "sessions"]
 FtsTokenizer = Literal["unicode61", "trigram", "porter"]
+TranscriptChunking = Literal["lines", "exchange"]
 ProviderName = Literal["auto", "none", "local", "openai", "gemini", "voyage", "mistral", "ollama"]
 FallbackName = Literal["none", "local", "openai", "gemini", "voyage", "mistral", "ollama"]
 Fusion = Literal["weighted", "rrf"]
@@ -88,6 +89,10 @@ class QuerySettings:
 class ChunkingSettings:
     tokens: int = 400
     overlap: int = 80
+    transcripts: TranscriptChunking = "lines"
+    """How transcripts are cut: `lines` packs message lines as a note's lines are packed; `exchange`
+    keeps each user message with the answer it got (a long answer in windows, each carrying the
+    question) and writes the messages' dates into the chunk's text. A change rebuilds the index."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -221,7 +221,7 @@ def read_chunk_spans(db_path: Path) -> list[Span]:
 def _index_key(agent: AgentConfig) -> str:
     """What makes two variants need different indexes (the rest is search-time)."""
     s = agent.settings
-    return f"{s.store.fts.tokenizer}-{s.chunking.tokens}-{s.chunking.overlap}"
+    return f"{s.store.fts.tokenizer}-{s.chunking.tokens}-{s.chunking.overlap}-{s.chunking.transcripts}"
 
 
 def agent_config(group: Group, root: Path, variant: Variant) -> AgentConfig:
@@ -445,6 +445,7 @@ def _report(
         "chunks": tally.chunks,
         "chunk_tokens": s.chunking.tokens,
         "chunk_overlap": s.chunking.overlap,
+        "chunk_transcripts": s.chunking.transcripts,
         "fts_tokenizer": s.store.fts.tokenizer if searched else "unicode61",
         "provider": provider.fingerprint.provider if provider and mode in ("hybrid", "vector") else "none",
         "model": provider.fingerprint.model if provider and mode in ("hybrid", "vector") else "fts-only",

@@ -214,6 +214,7 @@ class AgentDatabase:
                     "sources": list(meta.sources),
                     "chunkTokens": meta.chunk_tokens,
                     "chunkOverlap": meta.chunk_overlap,
+                    "chunkTranscripts": meta.chunk_transcripts,
                     "ftsTokenizer": meta.fts_tokenizer,
                     "builtAt": iso(meta.built_at),
                 },

@@ -125,6 +125,7 @@ def desired_meta(
         fts_tokenizer=settings.store.fts.tokenizer,
         vector_dims=vector_dims,
         built_at=now_ms(),
+        chunk_transcripts=settings.chunking.transcripts,
     )
 
 
@@ -149,6 +150,10 @@ def full_reindex_reasons(
         ),
         (meta.chunk_tokens != want.chunk_tokens, "chunk size changed"),
         (meta.chunk_overlap != want.chunk_overlap, "chunk overlap changed"),
+        (
+            meta.chunk_transcripts != want.chunk_transcripts,
+            f"transcript chunking {meta.chunk_transcripts} -> {want.chunk_transcripts}",
+        ),
         (
             meta.fts_tokenizer != want.fts_tokenizer,
             f"tokenizer {meta.fts_tokenizer} -> {want.fts_tokenizer}",

@@ -180,7 +180,7 @@ class Retention:
         out: list[Prepared] = []
         for entry in self.store().entries(paths):
             t = entry.transcript
-            chunks = chunk_transcript(t, chunking.tokens, chunking.overlap)
+            chunks = chunk_transcript(t, chunking.tokens, chunking.overlap, chunking.transcripts)
             if max_input_bytes is not None:
                 chunks = split_for_input_limit(chunks, max_input_bytes)
             file = SourceFile("sessions", entry.path, Path(entry.abs_path))

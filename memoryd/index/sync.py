@@ -198,7 +198,7 @@ def prepare(
             total_lines=lines,
         )
     if transcript is not None:
-        chunks = chunk_transcript(transcript, chunking.tokens, chunking.overlap)
+        chunks = chunk_transcript(transcript, chunking.tokens, chunking.overlap, chunking.transcripts)
     else:
         chunks = chunk_markdown(data.decode("utf-8", errors="replace"), chunking.tokens, chunking.overlap)
     if max_input_bytes is not None:

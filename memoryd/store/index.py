@@ -54,6 +54,7 @@ class IndexMeta:
     fts_tokenizer: str
     vector_dims: int | None = None
     built_at: int = 0
+    chunk_transcripts: str = "lines"  # absent from metadata written before transcripts could be cut by exchange
 
     def to_json(self) -> str:
         return orjson.dumps(asdict(self)).decode()
@@ -73,6 +74,7 @@ class IndexMeta:
                 fts_tokenizer=str(raw.get("fts_tokenizer") or "unicode61"),
                 vector_dims=int(raw["vector_dims"]) if raw.get("vector_dims") else None,
                 built_at=int(raw.get("built_at", 0)),
+                chunk_transcripts=str(raw.get("chunk_transcripts") or "lines"),
             )
         except (orjson.JSONDecodeError, KeyError, TypeError, ValueError):
             return None

@@ -142,6 +142,18 @@ async def test_a_variant_that_changes_the_tokenizer_rebuilds_the_index_for_its_r
     assert reports[("porter", "keyword")].served is None  # only the first variant is asked as served
 
 
+async def test_a_variant_that_cuts_transcripts_by_exchange_gets_its_own_index(tmp_path: Path) -> None:
+    exchange = harness.Variant("exchange", {"chunking": {"transcripts": "exchange"}})
+    reports = await harness.evaluate_set(
+        two_notes(), modes=["keyword"], variants=[harness.DEFAULT, exchange], work_dir=tmp_path
+    )
+    assert reports[("exchange", "keyword")].settings["chunk_transcripts"] == "exchange"
+    assert reports[("default", "keyword")].settings["chunk_transcripts"] == "lines"
+    group = two_notes().groups[0]
+    keys = {harness._variant_key(group, tmp_path, v) for v in (harness.DEFAULT, exchange)}
+    assert len(keys) == 2
+
+
 async def test_hybrid_reports_both_calibration_sweeps(tmp_path: Path) -> None:
     """The other index's question is off-topic: at the default min_evidence it gets nothing."""
     report = await harness.evaluate(two_notes(), mode="hybrid", work_dir=tmp_path)

@@ -13,11 +13,12 @@ adapter's messages are redacted and kept. Parsing never raises.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from memoryd.sources.chunking import Chunk, chunk_markdown, hash_text
 from memoryd.sources.redact import redact
 from memoryd.sources.transcripts import claude_code, codex, openclaw
+from memoryd.sources.transcripts.exchange import chunk_exchanges
 from memoryd.sources.transcripts.jsonl import LineCount, records
 from memoryd.sources.transcripts.model import (
     CLAUDE_CODE,
@@ -148,8 +149,18 @@ def parse_transcript(data: bytes, *, subagents: bool = False) -> Transcript:
     return Transcript(content, line_map, timestamps, digest, count.malformed, seen.dreaming, fmt)
 
 
-def chunk_transcript(t: Transcript, tokens: int, overlap: int) -> list[Chunk]:
-    """Chunks of the transcript text, dated by their newest message, cited by JSONL line."""
+def chunk_transcript(
+    t: Transcript, tokens: int, overlap: int, by: Literal["lines", "exchange"] = "lines"
+) -> list[Chunk]:
+    """Chunks of the transcript text, dated by their newest message, cited by JSONL line.
+
+    `by`: `lines` packs message lines as a note's are packed; `exchange` keeps each question with its
+    answer and dates every chunk in its text (`memoryd.sources.transcripts.exchange`). Content that is
+    not one line per message (never written by `parse_transcript`) is chunked by lines."""
+    if by == "exchange":
+        lines = t.content.split("\n") if t.line_map else []
+        if len(lines) == len(t.line_map):
+            return chunk_exchanges(t, lines, tokens, overlap)
     line_map = t.line_map
     stamps = t.timestamps_ms
     size = len(line_map)
