@@ -148,7 +148,8 @@ class DaemonService:
 
     async def sync(self, agent: str, *, force: bool, reason: str, sessions: Sequence[str] = ()) -> dict[str, object]:
         actor = await self._actor(agent)
-        files = tuple([await anyio.to_thread.run_sync(transcript_event_path, actor.agent, raw) for raw in sessions])
+        where = functools.partial(transcript_event_path, actor.agent)
+        files = await anyio.to_thread.run_sync(lambda: tuple(map(where, sessions)))  # one thread hop for all
         return (await actor.request_sync(reason, force=force, session_files=files)).to_dict()
 
     async def forget(

@@ -69,10 +69,10 @@ def best_window(text: str, stems: Sequence[str], max_chars: int = SNIPPET_MAX_CH
     while start < match and not pieces[start].text.strip():
         start += 1
     joined = _join(pieces[start : end + 1])
-    match_at = utf16_len(_join(pieces[start:match])) + (1 if pieces[match - 1].line != pieces[match].line else 0)
-    return Window(
-        truncate_snippet(joined, max_chars), pieces[start].line, pieces[end].line, match_at if start < match else 0
-    )
+    match_at = 0
+    if start < match:  # context taken back before the window: where the window opens after it
+        match_at = utf16_len(_join(pieces[start:match])) + (pieces[match - 1].line != pieces[match].line)
+    return Window(truncate_snippet(joined, max_chars), pieces[start].line, pieces[end].line, match_at)
 
 
 def _pieces(text: str, stems: Sequence[str], max_chars: int) -> list[_Piece]:
