@@ -141,7 +141,8 @@ async def _get_transcript(tmp_path: Path) -> None:
 
 
 def _fusion_method() -> None:
-    assert typing.get_args(Fusion) == ("weighted", "rrf") and MemorySearchSettings().query.hybrid.fusion == "weighted"
+    fusion = MemorySearchSettings().query.hybrid.fusion
+    assert typing.get_args(Fusion) == ("anchored", "weighted", "rrf") and fusion == "anchored"
 
 
 def _pools() -> None:

@@ -18,7 +18,7 @@ FtsTokenizer = Literal["unicode61", "trigram", "porter"]
 TranscriptChunking = Literal["lines", "exchange"]
 ProviderName = Literal["auto", "none", "local", "openai", "gemini", "voyage", "mistral", "ollama"]
 FallbackName = Literal["none", "local", "openai", "gemini", "voyage", "mistral", "ollama"]
-Fusion = Literal["weighted", "rrf"]
+Fusion = Literal["anchored", "weighted", "rrf"]
 Backend = Literal["builtin", "qmd"]
 RerankProvider = Literal["none", "cohere", "voyage", "jina", "tei"]
 ModalityName = Literal["image", "audio", "all"]
@@ -42,7 +42,7 @@ class HybridSettings:
     vector_weight: float = 0.5
     text_weight: float = 0.5
     candidate_multiplier: int = 4
-    fusion: Fusion = "weighted"
+    fusion: Fusion = "anchored"
     rrf_k: int = 60
     text_score: Literal["coverage", "bm25"] = "coverage"
     mmr: MmrSettings = field(default_factory=MmrSettings)

@@ -29,8 +29,10 @@ class KeywordFeatures:
     Hybrid always fuses the absolute score."""
     bm25_share: float = 1.0
     """How much of the keyword-only score is the bm25-ordered one (the rest: the absolute score)."""
-    bm25_stop_words: bool = False
-    """Let the query's stop words join the content words' bm25 OR (df caps still apply)."""
+    bm25_stop_words: bool = True
+    """Let the query's stop words join the content words' bm25 OR (df caps still apply): the base order is
+    plain bm25's, as the floor asks it ("I", "my", "this" tell a user's own words from an answer's); coverage
+    and proximity still count the content words only (off: bm25 over the content words)."""
     stop_word_fallback: bool = True
     """Keyword-only: after every content-word hit, the chunks plain bm25 finds by the query's other
     words (stop words), in plain bm25's order, scored 0 (never served at a min_score, no evidence)."""

@@ -15,6 +15,12 @@ from dataclasses import dataclass, replace
 from memoryd.errors import ConfigError
 
 DEFAULT_RRF_K = 60
+ANCHOR_VECTOR_GAIN = 4.0
+"""Anchored fusion: a chunk's bm25 share is multiplied by 1 + this x its cosine..."""
+ANCHOR_KEYWORD_GAIN = 0.5
+"""...and by 1 + this x its keyword-leg score relative to the leg's best..."""
+ANCHOR_VECTOR_SHARE = 1.0
+"""...and this x its cosine is added, so a chunk no query word reaches still ranks by meaning."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,6 +43,9 @@ class Candidate:
     absolute: float | None = None
     """memoryd's keyword leg: the hit's absolute keyword score (coverage and bm25's mapping in equal
     parts), which hybrid fuses and weighs as evidence; `score` holds the keyword-only ranking's."""
+    bm25: float = 0.0
+    """memoryd's keyword leg: the chunk's plain bm25 relevance (-bm25) over every affordable word of the
+    query, stop words included: the base order of the anchored fusion."""
 
 
 def ranking_key(cand: Candidate) -> tuple[float, str, int, int, str, str]:
@@ -85,6 +94,38 @@ def merge_rrf(
             score += text_weight / (k + keyword_rank[cand.id])
         fused.append(replace(cand, score=score))
     return sorted(fused, key=ranking_key)
+
+
+def merge_anchored(
+    vector: Sequence[Candidate],
+    keyword: Sequence[Candidate],
+    *,
+    vector_gain: float = ANCHOR_VECTOR_GAIN,
+    keyword_gain: float = ANCHOR_KEYWORD_GAIN,
+    vector_share: float = ANCHOR_VECTOR_SHARE,
+) -> list[Candidate]:
+    """bm25 as the base order, the other evidence as bounded adjustments (issue 26).
+
+    `rank = b x (1 + vector_gain x cos) x (1 + keyword_gain x k) + vector_share x cos`, where `b` is the
+    chunk's plain bm25 relevance over the best hit's (every query word, stop words too), `k` its keyword
+    score over the leg's best and `cos` its cosine (negatives count 0). Among chunks the query's words
+    reach, one overtakes another only when its factors outweigh their bm25 ratio, at most
+    (1 + vector_gain) x (1 + keyword_gain); a chunk no word reaches ranks by its cosine alone, which a
+    strong lexical hit outranks. Plain bm25 is what long, code-heavy answers are found by; the fusions
+    that let the vector leg outvote it fell below it there. `score` holds the rank (not yet a level).
+    """
+    merged = _union(vector, keyword)
+    best_bm25 = max((c.bm25 for c in keyword), default=0.0)
+    best_keyword = max((c.score for c in keyword), default=0.0)
+    bm25_of = {c.id: c.bm25 / best_bm25 for c in keyword} if best_bm25 > 0 else {}
+    keyword_of = {c.id: c.score / best_keyword for c in keyword} if best_keyword > 0 else {}
+    ranked: list[Candidate] = []
+    for cand in merged:
+        cosine = max(cand.vector_score, 0.0)
+        factors = (1 + vector_gain * cosine) * (1 + keyword_gain * keyword_of.get(cand.id, 0.0))
+        base = bm25_of.get(cand.id, 0.0) * factors
+        ranked.append(replace(cand, score=base + vector_share * cosine))
+    return sorted(ranked, key=ranking_key)
 
 
 def select_results(

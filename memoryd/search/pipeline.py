@@ -27,7 +27,15 @@ from memoryd.config import FtsTokenizer, Fusion, MemorySearchSettings
 from memoryd.media import NO_LINES, media_kind
 from memoryd.search.decay import apply_decay
 from memoryd.search.expand import extract_keywords
-from memoryd.search.fuse import DEFAULT_RRF_K, Candidate, merge_rrf, merge_weighted, ranking_key, select_results
+from memoryd.search.fuse import (
+    DEFAULT_RRF_K,
+    Candidate,
+    merge_anchored,
+    merge_rrf,
+    merge_weighted,
+    ranking_key,
+    select_results,
+)
 from memoryd.search.keyword import and_terms, search_keyword
 from memoryd.search.mmr import mmr_rerank
 from memoryd.search.scoring import lexical_boost_score
@@ -165,6 +173,8 @@ def order_hybrid(
     keyword = [c for c in keyword if c.absolute != 0.0]  # hits of stop words alone: keyword-only's fallback
     if opts.text_score == "coverage":
         keyword = [replace(c, text_score=c.score if c.absolute is None else c.absolute) for c in keyword]
+    if opts.fusion == "anchored":
+        return anchored_levels(_order(merge_anchored(vector, keyword), opts, mtime_lookup), opts)
     if opts.fusion == "rrf":
         merged = scaled_rrf(vector, keyword, opts)
     else:
@@ -210,6 +220,25 @@ def scaled_rrf(vector: Sequence[Candidate], keyword: Sequence[Candidate], opts: 
     confidence = max(opts.vector_weight * c.vector_score + opts.text_weight * c.text_score for c in fused)
     top = 2.0 / (opts.rrf_k + 1)
     return [replace(c, score=c.score / top * max(confidence, 0.0)) for c in fused]
+
+
+LEVEL_STEP = 1e-9
+"""Anchored levels fall by at least this per place, so a later sort by score keeps the anchored order."""
+
+
+def anchored_levels(ranked: Sequence[Candidate], opts: RankOptions) -> list[Candidate]:
+    """The anchored order (`merge_anchored`) with scores that mean what the weighted fusion's mean.
+
+    Each place scores the best weighted score (`vector_weight x cosine + text_weight x keyword score`) of
+    itself and every candidate below it: the scores fall along the order, and a min_score cut serves
+    the order's prefix down to the last candidate whose own weighted score reaches it.
+    """
+    levels = [opts.vector_weight * max(c.vector_score, 0.0) + opts.text_weight * c.text_score for c in ranked]
+    for i in range(len(levels) - 2, -1, -1):
+        levels[i] = max(levels[i], levels[i + 1])
+    for i in range(1, len(levels)):
+        levels[i] = min(levels[i], levels[i - 1] - LEVEL_STEP)
+    return [replace(c, score=level) for c, level in zip(ranked, levels, strict=True)]
 
 
 def rank_single(hits: Sequence[Candidate], opts: RankOptions, mtime_lookup: MtimeLookup) -> list[Candidate]:

@@ -345,10 +345,17 @@ def _score(
                 ts_ms=int(ts),
                 coverage=coverage,
                 absolute=score,
+                bm25=ranks[int(n)],
             )
         )
     if features.bm25_order and out:
-        out = _bm25_scaled(out, relevances, features.bm25_share)
+        content = [i for i, c in enumerate(out) if c.absolute != 0.0]
+        stop_only = [i for i, c in enumerate(out) if c.absolute == 0.0]
+        scaled = _bm25_scaled([out[i] for i in content], [relevances[i] for i in content], features.bm25_share)
+        top = max((relevances[i] for i in stop_only), default=0.0) or 1.0
+        level = min([FALLBACK_LEVEL] + [c.score / 2 for c in scaled])  # below the weakest content-word hit
+        below = [replace(out[i], score=level * relevances[i] / top) for i in stop_only]
+        out = scaled + below  # hits of stop words alone rank after every content-word hit, as the fallback's do
     out.sort(key=lambda c: (-c.score, c.path, c.start_line, c.end_line, c.source, c.id))
     return out
 
@@ -363,6 +370,8 @@ def _bm25_scaled(cands: Sequence[Candidate], relevances: Sequence[float], share:
     outweigh a bm25 ratio of at most (1 / floor) x (1 + gain)), and the level stays absolute: the best
     hit scores what the best hit scored before, so min_score and abstention keep their meaning.
     """
+    if not cands:
+        return []
     best_relevance = max(relevances)
     best_score = max([c.score for c in cands] + [MIN_LEVEL])
     if best_relevance <= 0:

@@ -11,7 +11,13 @@ def no_mtime(path: str) -> int | None:
 
 
 def hit(
-    cid: str, *, vector: float = 0.0, text: float = 0.0, score: float | None = None, coverage: float = 0.0
+    cid: str,
+    *,
+    vector: float = 0.0,
+    text: float = 0.0,
+    score: float | None = None,
+    coverage: float = 0.0,
+    bm25: float = 0.0,
 ) -> Candidate:
     """One leg's hit on `memory/<cid>.md`; `score` defaults to the leg's own score (the larger one)."""
     return Candidate(
@@ -25,4 +31,5 @@ def hit(
         text_score=text,
         score=score if score is not None else max(vector, text),
         coverage=coverage,
+        bm25=bm25,
     )

@@ -12,7 +12,7 @@ from tests.search.candidates import hit, no_mtime
 
 
 def opts(**kw: object) -> RankOptions:
-    base: dict[str, object] = {"max_results": 6, "min_score": 0.35}
+    base: dict[str, object] = {"max_results": 6, "min_score": 0.35, "fusion": "weighted"}
     base.update(kw)
     return RankOptions(**base)  # type: ignore[arg-type]
 
