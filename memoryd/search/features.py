@@ -26,7 +26,8 @@ class KeywordFeatures:
     bm25_order: bool = True
     """Keyword-only: rank by bm25 times the bounded coverage and proximity factors, scaled to the best
     hit's absolute score (off: rank by the absolute score, coverage and saturated bm25 in equal parts).
-    Hybrid always fuses the absolute score."""
+    Hybrid's weighted and RRF fusions fuse the absolute score; the anchored one (the default) fuses each
+    hit's raw bm25 and this keyword-only score."""
     bm25_share: float = 1.0
     """How much of the keyword-only score is the bm25-ordered one (the rest: the absolute score)."""
     bm25_stop_words: bool = True

@@ -1,7 +1,8 @@
 """The search paths of spec §3.13, from a query's legs to ranked, cut results.
 
-* hybrid: the keyword and vector legs fused, OpenClaw's weighted merge with its relaxed fallback
-  (default) or reciprocal-rank fusion (`fusion="rrf"`);
+* hybrid: the keyword and vector legs fused: anchored on plain bm25's order (`fusion="anchored"`, the
+  default: `fuse.merge_anchored`, levelled by `anchored_levels`), OpenClaw's weighted merge with its relaxed
+  fallback (`"weighted"`) or reciprocal-rank fusion (`"rrf"`);
 * vector-only and keyword-only;
 * OpenClaw's own FTS-only path (`keyword_strategy="openclaw"`), kept exact because its tests pin it.
 
