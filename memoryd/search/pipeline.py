@@ -171,11 +171,11 @@ def order_hybrid(
     vector: Sequence[Candidate], keyword: Sequence[Candidate], opts: RankOptions, mtime_lookup: MtimeLookup
 ) -> list[Candidate]:
     """The fused ranking before diversity and cut: fusion, decay, date boost, sort (a rerank goes next)."""
-    keyword = [c for c in keyword if c.absolute != 0.0]  # hits of stop words alone: keyword-only's fallback
     if opts.text_score == "coverage":
         keyword = [replace(c, text_score=c.score if c.absolute is None else c.absolute) for c in keyword]
-    if opts.fusion == "anchored":
+    if opts.fusion == "anchored":  # hits of stop words alone keep their bm25 share (plain bm25 ranks them too)
         return anchored_levels(_order(merge_anchored(vector, keyword), opts, mtime_lookup), opts)
+    keyword = [c for c in keyword if c.absolute != 0.0]  # hits of stop words alone: keyword-only's fallback
     if opts.fusion == "rrf":
         merged = scaled_rrf(vector, keyword, opts)
     else:

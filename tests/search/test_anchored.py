@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+from dataclasses import replace
 
 from hypothesis import given
 from hypothesis import strategies as st
@@ -71,3 +72,16 @@ def test_levels_are_strictly_decreasing_and_top_k_is_monotonic(
     assert all(x.score > y.score for x, y in itertools.pairwise(levels))
     full = rank_hybrid(vector, keyword, opts(max_results=30, min_score=0.2), no_mtime)
     assert ids(rank_hybrid(vector, keyword, opts(max_results=k, min_score=0.2), no_mtime)) == ids(full)[:k]
+
+
+def test_a_hit_of_stop_words_alone_keeps_its_bm25_place_in_the_anchored_order_only() -> None:
+    keyword = [
+        hit("content", text=0.6, score=0.6, bm25=2.0),
+        replace(hit("stop-only", text=0.05, score=0.05, bm25=6.0), absolute=0.0),
+    ]
+    vector = [hit("content", vector=0.3), hit("stop-only", vector=0.3), hit("unrelated", vector=0.1)]
+    anchored = rank_hybrid(vector, keyword, opts(), no_mtime)
+    assert ids(anchored) == ["stop-only", "content", "unrelated"]  # plain bm25 puts it first too
+    assert anchored[0].score > anchored[1].score  # its level is the place's: min_score still serves a prefix
+    weighted = rank_hybrid(vector, keyword, opts(fusion="weighted", text_score="coverage"), no_mtime)
+    assert "stop-only" not in ids(weighted)[:1]
