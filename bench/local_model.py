@@ -21,8 +21,9 @@ from pathlib import Path
 import numpy as np
 
 from memoryd import logging as logs
-from memoryd.embeddings.models import ALL_MINILM_L6_V2, locate_model, quantized_model
+from memoryd.embeddings.models import ALL_MINILM_L6_V2, locate_model
 from memoryd.embeddings.onnx_encoder import DEFAULT_BATCH_TOKENS, Encoder, default_threads, load_encoder
+from memoryd.embeddings.quantize import quantized_model
 
 REPO = Path(__file__).resolve().parent.parent
 VARIANTS = ("stored", "int8")

@@ -32,7 +32,6 @@ from memoryd.embeddings.models import (
     ModelSpec,
     ProgressCallback,
     locate_model,
-    quantized_model,
 )
 from memoryd.embeddings.onnx_encoder import (
     DEFAULT_BATCH_TOKENS,
@@ -41,6 +40,7 @@ from memoryd.embeddings.onnx_encoder import (
     load_encoder,
     onnx_available,
 )
+from memoryd.embeddings.quantize import quantized_model
 from memoryd.errors import EmbeddingError
 
 log = structlog.get_logger(__name__)

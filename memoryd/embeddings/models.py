@@ -5,8 +5,8 @@ PyPI, the download cache, then a download from the model hub. Every file with a 
 verified before use, and downloads land under a temporary name that is renamed only once the
 checksum matches, so a half-written or tampered file is never mistaken for a model.
 
-The packaged ONNX graph stores int8 weights but computes in fp32; `quantized_model` rewrites any
-such graph into a dynamically quantised one (int8 matrix products, ~2x faster) once, into the cache.
+The faster graph derived from these files (dynamically quantised, once, in a child process) is
+`memoryd.embeddings.quantize`'s.
 """
 
 from __future__ import annotations
@@ -19,16 +19,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
 import httpx
 import structlog
 
 from memoryd.errors import EmbeddingError
 from memoryd.runtime.private import make_private_dirs
-
-if TYPE_CHECKING:
-    import onnx
 
 log = structlog.get_logger(__name__)
 
@@ -40,11 +37,6 @@ ProgressCallback = Callable[[str, int, int | None], None]
 
 Role = Literal["onnx", "tokenizer"]
 Pooling = Literal["mean", "cls"]
-
-QUANTIZE_RECIPE = "dynint8pc-v1"
-"""Names the derived file; bump it whenever `quantized_model` would write a different graph."""
-
-_QUANTIZED_OPS = frozenset({"DynamicQuantizeLinear", "MatMulInteger", "DynamicQuantizeMatMul", "QAttention"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -320,80 +312,3 @@ def _download_file(
     finally:
         temp_path.unlink(missing_ok=True)
     log.info("downloaded model file", path=str(target))
-
-
-def is_dynamically_quantized(onnx_file: Path) -> bool:
-    """Whether the graph already quantises activations at run time (needs the `onnx` package)."""
-    import onnx  # noqa: PLC0415 - optional speed-up dependency, imported only when used
-
-    model = onnx.load(str(onnx_file), load_external_data=False)
-    return any(node.op_type in _QUANTIZED_OPS for node in model.graph.node)
-
-
-def quantized_model(files: ModelFiles, cache_dir: Path, spec: ModelSpec = ALL_MINILM_L6_V2) -> Path:
-    """A dynamically quantised copy of `files.onnx` in the cache (made once), or the graph itself.
-
-    Recipe (measured in bench/local_model.py): fold the stored weights to fp32 with onnxruntime's
-    basic optimiser, then quantise every MatMul with a constant weight (and the embedding tables) to
-    int8 per channel, except the feed-forward down-projections (weights with more inputs than
-    outputs): their inputs are GELU outputs with a long tail that 8-bit activations cannot hold, and
-    keeping those six products in fp32 lifts the worst cosine to the unmodified model from 0.989 to
-    0.996 on documentation prose, at ~15% of the throughput (55 instead of 65 chunks/s here).
-    Blocking, and needs the `onnx` package; raises `EmbeddingError` when the graph cannot be read.
-    """
-    try:
-        import onnx  # noqa: PLC0415 - optional speed-up dependency, imported only when used
-        import onnxruntime as ort  # noqa: PLC0415 - heavy; the provider imports it in its worker thread
-        from onnxruntime.quantization import QuantType, quantize_dynamic  # noqa: PLC0415
-    except ImportError as exc:
-        raise EmbeddingError(
-            f"quantising the local model needs the onnx package ({exc}): pip install onnx, or turn quantisation off"
-        ) from exc
-    try:
-        source_sha = files.onnx_sha256 or sha256_file(files.onnx)
-        target = cache_dir / spec.name / "derived" / f"{source_sha[:16]}-{QUANTIZE_RECIPE}.onnx"
-        if target.is_file():
-            return target
-        if is_dynamically_quantized(files.onnx):
-            return files.onnx
-        make_private_dirs(target.parent)
-        log.info("writing a dynamically quantised model", source=str(files.onnx), target=str(target))
-        with tempfile.TemporaryDirectory(dir=target.parent, prefix=".quantize-") as scratch:
-            folded = Path(scratch) / "folded.onnx"
-            options = ort.SessionOptions()
-            options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_BASIC
-            options.optimized_model_filepath = str(folded)
-            ort.InferenceSession(str(files.onnx), options, providers=["CPUExecutionProvider"])
-            keep_fp32 = _down_projections(onnx.load(str(folded)))
-            quantized = Path(scratch) / "quantized.onnx"
-            quantize_dynamic(
-                folded,
-                quantized,
-                op_types_to_quantize=["MatMul", "Gather"],
-                per_channel=True,
-                weight_type=QuantType.QInt8,
-                nodes_to_exclude=keep_fp32,
-            )
-            os.replace(quantized, target)
-    except EmbeddingError:
-        raise
-    except Exception as exc:  # onnx/onnxruntime raise assorted RuntimeError/ValueError/protobuf errors
-        raise EmbeddingError(
-            f"cannot quantise the local model {files.onnx}: {exc}; replace the file (or delete it from "
-            f"{cache_dir / spec.name} so it is downloaded again)"
-        ) from exc
-    return target
-
-
-def _down_projections(model: onnx.ModelProto) -> list[str]:
-    """Names of MatMul nodes whose constant weight narrows the hidden state (the FFN outputs)."""
-    graph = model.graph
-    shapes = {init.name: list(init.dims) for init in graph.initializer}
-    names: list[str] = []
-    for node in graph.node:
-        if node.op_type != "MatMul" or len(node.input) < 2:
-            continue
-        shape = shapes.get(node.input[1])
-        if shape is not None and len(shape) == 2 and shape[0] > shape[1]:
-            names.append(node.name)
-    return names

@@ -8,7 +8,7 @@ and vector legs that run right after it. A second, single-threaded session for q
 avoid the spinning too, but holds another ~35 MB of weights for nothing the first cannot do.
 
 Speed (bench/local_model.py): when the `onnx` package is importable the model is rewritten once
-into a dynamically quantised graph (models.quantized_model): ~1.5x the chunks/s, a third less
+into a dynamically quantised graph (quantize.quantized_model): ~1.5x the chunks/s, a third less
 memory, every vector within cosine 0.99 of the stored model's (0.989 on an AVX2-only EPYC, whose
 int8 kernels are less precise; the top results stay the same). Dynamic quantisation picks one
 activation scale per run, so texts sharing a run would colour each other's vectors; a quantised

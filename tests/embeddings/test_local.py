@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -15,8 +17,9 @@ from hypothesis import strategies as st
 
 from memoryd.embeddings.base import EmbeddingProvider
 from memoryd.embeddings.local import LoadState, LocalEmbeddingProvider
-from memoryd.embeddings.models import ModelSource, is_dynamically_quantized, locate_model, quantized_model
+from memoryd.embeddings.models import ModelSource, locate_model
 from memoryd.embeddings.onnx_encoder import plan_runs
+from memoryd.embeddings.quantize import is_dynamically_quantized, quantized_model
 from memoryd.errors import EmbeddingError
 from tests.embeddings.model_hub import (
     PACKAGED_ONNX,
@@ -312,6 +315,32 @@ async def test_a_missing_model_is_reported_and_can_be_fixed_without_a_restart(tm
     assert await provider.load() is LoadState.READY and provider.error is None
     assert (await provider.embed_query(PET_QUESTION)).shape == (1, 384)
     await provider.aclose()
+
+
+def test_the_rewrite_runs_in_a_child_so_the_loading_process_never_holds_the_graph(tmp_path: Path) -> None:
+    probe = (
+        "import sys; from pathlib import Path\n"
+        "from memoryd.embeddings.models import locate_model\n"
+        "from memoryd.embeddings.quantize import quantized_model\n"
+        "cache = Path(sys.argv[1])\n"
+        "print(quantized_model(locate_model(None, cache, allow_download=False), cache))\n"
+        "print('onnx' in sys.modules, 'onnxruntime.quantization' in sys.modules)\n"
+    )
+    cache = tmp_path / "cache"
+    done = subprocess.run([sys.executable, "-c", probe, str(cache)], capture_output=True, text=True, check=True)
+    written, imported = done.stdout.splitlines()[-2:]  # after the log line
+    assert Path(written).is_file() and Path(written).parent == cache / "all-MiniLM-L6-v2" / "derived"
+    assert is_dynamically_quantized(Path(written))
+    assert imported == "False False"  # onnx and the quantiser lived and died in the child
+
+
+def test_a_child_that_dies_becomes_an_embedding_error_naming_the_model(tmp_path: Path) -> None:
+    files = locate_model(None, tmp_path / "cache", allow_download=False)
+    target = tmp_path / "not-a-dir"
+    target.write_text("a file where the cache's model folder should be")
+    with pytest.raises(EmbeddingError, match=r"cannot quantise the local model .*model\.onnx"):
+        quantized_model(files, target)
+    assert target.read_text().startswith("a file")
 
 
 @pytest.mark.anyio
