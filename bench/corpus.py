@@ -25,6 +25,9 @@ class CorpusSpec:
     transcript_messages: tuple[int, int] = (80, 320)
     vocabulary: int = 20_000
     seed: int = 7
+    vocabulary_seed: int = 7
+    """The vocabulary has its own seed: a query writer (another `seed`) then asks in the corpus's words
+    (with one seed for both, queries were made of words the corpus never holds)."""
 
 
 def vocabulary(size: int, rng: np.random.Generator) -> list[str]:
@@ -38,8 +41,8 @@ def vocabulary(size: int, rng: np.random.Generator) -> list[str]:
 class Writer:
     def __init__(self, spec: CorpusSpec) -> None:
         self.spec = spec
+        self.words = np.array(vocabulary(spec.vocabulary, np.random.default_rng(spec.vocabulary_seed)))
         self.rng = np.random.default_rng(spec.seed)
-        self.words = np.array(vocabulary(spec.vocabulary, self.rng))
         ranks = np.arange(1, spec.vocabulary + 1, dtype=np.float64)
         p = 1.0 / ranks**1.07
         self.p = p / p.sum()
