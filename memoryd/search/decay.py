@@ -14,7 +14,7 @@ import math
 import re
 import sys
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from memoryd.search.fuse import Candidate
 
@@ -131,7 +131,7 @@ def apply_decay(
             decayed.append(cand)
             continue
         age_days = max(0, now_ms - timestamp) / DAY_MS
-        decayed.append(replace(cand, score=cand.score * decay_multiplier(age_days, half_life_days)))
+        decayed.append(cand.with_score(cand.score * decay_multiplier(age_days, half_life_days)))
     return decayed
 
 

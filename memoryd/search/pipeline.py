@@ -172,7 +172,7 @@ def order_hybrid(
 ) -> list[Candidate]:
     """The fused ranking before diversity and cut: fusion, decay, date boost, sort (a rerank goes next)."""
     if opts.text_score == "coverage":
-        keyword = [replace(c, text_score=c.score if c.absolute is None else c.absolute) for c in keyword]
+        keyword = [c.with_text_score(c.score if c.absolute is None else c.absolute) for c in keyword]
     if opts.fusion == "anchored":  # hits of stop words alone keep their bm25 share (plain bm25 ranks them too)
         return anchored_levels(_order(merge_anchored(vector, keyword), opts, mtime_lookup), opts)
     keyword = [c for c in keyword if c.absolute != 0.0]  # hits of stop words alone: keyword-only's fallback
@@ -220,7 +220,7 @@ def scaled_rrf(vector: Sequence[Candidate], keyword: Sequence[Candidate], opts: 
         return []
     confidence = max(opts.vector_weight * c.vector_score + opts.text_weight * c.text_score for c in fused)
     top = 2.0 / (opts.rrf_k + 1)
-    return [replace(c, score=c.score / top * max(confidence, 0.0)) for c in fused]
+    return [c.with_score(c.score / top * max(confidence, 0.0)) for c in fused]
 
 
 LEVEL_STEP = 1e-9
@@ -239,7 +239,7 @@ def anchored_levels(ranked: Sequence[Candidate], opts: RankOptions) -> list[Cand
         levels[i] = max(levels[i], levels[i + 1])
     for i in range(1, len(levels)):
         levels[i] = min(levels[i], levels[i - 1] - LEVEL_STEP)
-    return [replace(c, score=level) for c, level in zip(ranked, levels, strict=True)]
+    return [c.with_score(level) for c, level in zip(ranked, levels, strict=True)]
 
 
 def rank_single(hits: Sequence[Candidate], opts: RankOptions, mtime_lookup: MtimeLookup) -> list[Candidate]:

@@ -16,6 +16,7 @@ question's stop words alone, in its order, scored near 0: a ranking plain bm25 c
 matching what this leg drops (issue 26: coverage-led ranking fell below plain bm25 on long answers).
 
 Queries are built only from quoted tokens (never raw user syntax), so no input can make MATCH fail.
+Over 400 lines: the plan, the budgeted FTS5 reads and the scoring are one leg, tuned together.
 """
 
 from __future__ import annotations
@@ -23,13 +24,14 @@ from __future__ import annotations
 import itertools
 import math
 import re
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import apsw
 
 from memoryd.config import FtsTokenizer
+from memoryd.search import termstats
 from memoryd.search.expand import extract_keywords, is_stop_word, query_tokens
 from memoryd.search.features import KeywordFeatures
 from memoryd.search.fuse import Candidate
@@ -50,7 +52,7 @@ MIN_DF_CAP = 2000
 ROW_BUDGET = 20_000
 """Words are kept rarest first while their matching rows add up to at most this (the rarest always)."""
 RECENT_WINDOW = 5000
-"""When every word is too common, bm25 ranks only the newest this many chunks."""
+"""When every word is too common, only the newest this many chunks are looked at (and not by bm25)."""
 COVERAGE_FLOOR = 0.5
 """bm25 is multiplied by COVERAGE_FLOOR + (1 - COVERAGE_FLOOR) x coverage."""
 PHRASE_GAIN = 0.5
@@ -139,18 +141,24 @@ def search_relaxed(
     plan = plan_query(query, tokenizer, stop_words=features.stop_words)
     if not plan.units or limit <= 0:
         return []
-    total = max(total_chunks(conn), 1)
+    held = termstats.stats(conn)
+    total = max(termstats.cached(held, ("", "", -1), lambda: total_chunks(conn)), 1)
     cap = max(MIN_DF_CAP, int(MAX_DF_SHARE * total)) if features.df_caps else total + 1
     budget = ROW_BUDGET if features.df_caps else math.inf
-    main_df = {w: capped_df(conn, "chunks_fts", w, cap) for w in plan.words}
+
+    def df(table: str, term: str) -> int:
+        return termstats.cached(held, (table, term, cap), lambda: capped_df(conn, table, term, cap))
+
+    main_df = {w: df("chunks_fts", w) for w in plan.words}
     base_df = dict(main_df)
     if features.bm25_stop_words:  # bm25's OR as the floor asks it: the stop words too, within the caps
         for token in dict.fromkeys(t.lower() for t in query_tokens(query)):
             if token not in base_df and not has_cjk(token):
-                base_df[token] = capped_df(conn, "chunks_fts", token, cap)
+                base_df[token] = df("chunks_fts", token)
     side_df: dict[str, int] = {}
-    if fts_rows(conn, schema.CJK_TABLE) != 0:  # no CJK text anywhere: nothing to look up
-        side_df = {g: capped_df(conn, schema.CJK_TABLE, g, cap) for g in plan.ngrams}
+    cjk_rows = termstats.cached(held, (schema.CJK_TABLE, "", -1), lambda: fts_rows(conn, schema.CJK_TABLE) or 0)
+    if cjk_rows != 0:  # no CJK text anywhere: nothing to look up
+        side_df = {g: df(schema.CJK_TABLE, g) for g in plan.ngrams}
     ranks: dict[int, float] = {}
     _accumulate(ranks, _ranked(conn, "chunks_fts", base_df, cap=cap, budget=budget, limit=limit, sources=sources))
     _accumulate(ranks, _ranked(conn, schema.CJK_TABLE, side_df, cap=cap, budget=budget, limit=limit, sources=sources))
@@ -162,6 +170,7 @@ def search_relaxed(
             conn,
             query,
             base_df,
+            df,
             {int(n) for n in best},
             cap=cap,
             budget=budget,
@@ -175,6 +184,7 @@ def _fallback(
     conn: apsw.Connection,
     query: str,
     df: dict[str, int],
+    count: Callable[[str, str], int],
     seen: set[int],
     *,
     cap: int,
@@ -188,7 +198,7 @@ def _fallback(
     full = dict(df)
     for token in dict.fromkeys(t.lower() for t in query_tokens(query)):
         if token not in full and not has_cjk(token):
-            full[token] = capped_df(conn, "chunks_fts", token, cap)
+            full[token] = count("chunks_fts", token)
     if set(full) == set(df):  # no other word to look for
         return []
     found = _ranked(
@@ -250,29 +260,52 @@ def _ranked(
             break
         kept.append(term)
         rows += count
-    window = ""
     if not kept and not recent:
         return []
-    if not kept:  # every term is in a large share of the index: rank the newest chunks only
-        kept = [term for _count, term in present]
-        window = f" AND {table}.rowid > (SELECT COALESCE(MAX(n), 0) FROM chunks) - {RECENT_WINDOW}"
+    if not kept:  # every term is in a large share of the index: the newest chunks holding them
+        return _newest(conn, table, [term for _count, term in present], limit=limit, sources=sources)
     match = " OR ".join(quote_term(term) for term in kept)
     if set(sources) >= ALL_SOURCES:
-        sql = (
-            f"SELECT rowid, bm25({table}) AS r FROM {table} WHERE {table} MATCH ?{window} "
-            "ORDER BY r ASC, rowid ASC LIMIT ?"
-        )
+        sql = f"SELECT rowid, bm25({table}) AS r FROM {table} WHERE {table} MATCH ? ORDER BY r ASC, rowid ASC LIMIT ?"
         params: list[object] = [match, limit]
     else:
         marks = ",".join("?" * len(sources))
         sql = (
             f"SELECT {table}.rowid, bm25({table}) AS r FROM {table} JOIN chunks c ON c.n = {table}.rowid "
-            f"WHERE {table} MATCH ?{window} AND c.source IN ({marks}) ORDER BY r ASC, {table}.rowid ASC LIMIT ?"
+            f"WHERE {table} MATCH ? AND c.source IN ({marks}) ORDER BY r ASC, {table}.rowid ASC LIMIT ?"
         )
         params = [match, *sources, limit]
     with translated("keyword search"):
         found: list[Any] = conn.execute(sql, params).fetchall()
     return [(int(n), max(0.0, -float(r))) for n, r in found if math.isfinite(float(r))]
+
+
+def _newest(
+    conn: apsw.Connection, table: str, terms: Sequence[str], *, limit: int, sources: Sequence[str]
+) -> list[tuple[int, float]]:
+    """The newest `limit` rows among the last RECENT_WINDOW chunks that hold any of `terms`, all at
+    relevance 1 (coverage and proximity order them in `_score`).
+
+    Not bm25: its idf counts the rows of each term by reading the term's whole posting list, whatever
+    the rowid range (~15 ms per word in every chunk of a 100k-chunk index, 73 ms for a question of
+    three such words), and words this common carry no idf worth the read.
+    """
+    with translated("keyword search"):
+        top = conn.execute("SELECT COALESCE(MAX(n), 0) FROM chunks").fetchone()
+        floor = (int(top[0]) if top else 0) - RECENT_WINDOW
+        match = " OR ".join(quote_term(term) for term in terms)
+        if set(sources) >= ALL_SOURCES:
+            sql = f"SELECT rowid FROM {table} WHERE {table} MATCH ? AND rowid > ? ORDER BY rowid DESC LIMIT ?"
+            params: list[object] = [match, floor, limit]
+        else:
+            marks = ",".join("?" * len(sources))
+            sql = (
+                f"SELECT {table}.rowid FROM {table} JOIN chunks c ON c.n = {table}.rowid WHERE {table} MATCH ? "
+                f"AND {table}.rowid > ? AND c.source IN ({marks}) ORDER BY {table}.rowid DESC LIMIT ?"
+            )
+            params = [match, floor, *sources, limit]
+        found: list[Any] = conn.execute(sql, params).fetchall()
+    return [(int(row[0]), 1.0) for row in found]
 
 
 def _idf(df: int, total: int) -> float:
@@ -354,7 +387,7 @@ def _score(
         scaled = _bm25_scaled([out[i] for i in content], [relevances[i] for i in content], features.bm25_share)
         top = max((relevances[i] for i in stop_only), default=0.0) or 1.0
         level = min([FALLBACK_LEVEL] + [c.score / 2 for c in scaled])  # below the weakest content-word hit
-        below = [replace(out[i], score=level * relevances[i] / top) for i in stop_only]
+        below = [out[i].with_score(level * relevances[i] / top) for i in stop_only]
         out = scaled + below  # hits of stop words alone rank after every content-word hit, as the fallback's do
     out.sort(key=lambda c: (-c.score, c.path, c.start_line, c.end_line, c.source, c.id))
     return out
@@ -377,6 +410,6 @@ def _bm25_scaled(cands: Sequence[Candidate], relevances: Sequence[float], share:
     if best_relevance <= 0:
         return list(cands)
     return [
-        replace(c, score=share * best_score * r / best_relevance + (1 - share) * c.score)
+        c.with_score(share * best_score * r / best_relevance + (1 - share) * c.score)
         for c, r in zip(cands, relevances, strict=True)
     ]

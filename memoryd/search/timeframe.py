@@ -18,7 +18,7 @@ import calendar
 import datetime
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from memoryd.search.decay import DAY_MS, result_timestamp_ms
 from memoryd.search.fuse import Candidate
@@ -120,7 +120,7 @@ def boost_timeframe(cands: Sequence[Candidate], frame: TimeFrame, boost: float) 
     for cand in cands:
         at = result_timestamp_ms(cand.path, cand.source, cand.ts_ms, None)
         if at is not None and start <= at < end:
-            out.append(replace(cand, score=cand.score * (1 + boost)))
+            out.append(cand.with_score(cand.score * (1 + boost)))
         else:
             out.append(cand)
     return out

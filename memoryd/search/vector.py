@@ -20,7 +20,7 @@ from __future__ import annotations
 import math
 import threading
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any, Literal
 
 import apsw
@@ -352,7 +352,7 @@ def complete_vector_scores(
             (*missing, model, q.size * 4),
         ).fetchall()
     extra = [
-        replace(missing[str(cid)], vector_score=score, text_score=0.0, score=score)
+        missing[str(cid)].as_vector_hit(score)
         for cid, blob in rows
         if math.isfinite(score := _cosine_or_keyword(blob, q, missing[str(cid)]))
     ]

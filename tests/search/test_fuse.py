@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import dataclasses
 import random
 
 import pytest
@@ -167,3 +168,13 @@ def test_top_k_is_monotonic(legs: tuple[list[Candidate], list[Candidate]], rrf: 
     small, large = min(small, large), max(small, large)
     vector, keyword = legs
     assert _search(vector, keyword, rrf, small) == _search(vector, keyword, rrf, large)[:small]
+
+
+def test_rescoring_copies_every_other_field() -> None:
+    values: dict[str, object] = {}
+    for i, f in enumerate(dataclasses.fields(Candidate)):  # every field, each set off its default
+        values[f.name] = f"v{i}" if f.type == "str" else (i + 1 if f.type == "int" else i + 0.5)
+    cand = Candidate(**values)  # type: ignore[arg-type]
+    assert cand.with_score(9.0) == dataclasses.replace(cand, score=9.0)
+    assert cand.with_text_score(9.0) == dataclasses.replace(cand, text_score=9.0)
+    assert cand.as_vector_hit(0.25) == dataclasses.replace(cand, vector_score=0.25, text_score=0.0, score=0.25)

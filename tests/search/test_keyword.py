@@ -185,3 +185,34 @@ def test_coverage_counts_word_endings_but_not_longer_words(store: IndexStore) ->
     assert found["b.md"] > 0.5 > 0.1 > found["a.md"]
     # "reports" is found as "report" (FTS5 found b.md through "item5"): b.md covers the whole query.
     assert scores("reports item5")["b.md"] > 0.5
+
+
+def test_word_counts_are_read_once_while_the_index_is_unchanged_and_again_after_any_commit(
+    store: IndexStore, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    put(store, "a.md", ["The zeppelin hangar."])
+    reader, _vec = connect(tmp_path / "index.sqlite", readonly=True)
+    counted: list[str] = []
+    real = kw.capped_df
+
+    def counting(conn: object, table: str, term: str, cap: int) -> int:
+        counted.append(term)
+        return real(conn, table, term, cap)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(kw, "capped_df", counting)
+
+    def ask() -> list[str]:
+        found = search_relaxed(reader, "zeppelin blimp", limit=10, sources=BOTH, tokenizer="unicode61")
+        return [c.path for c in found]
+
+    assert ask() == ["a.md"]
+    first = len(counted)
+    assert first > 0 and ask() == ["a.md"] and len(counted) == first  # the counts were kept
+    put(store, "b.md", ["A blimp."])  # another connection commits: the reader's counts are stale
+    assert sorted(ask()) == ["a.md", "b.md"] and len(counted) > first
+    reader.close()
+    search_relaxed(store.conn, "blimp", limit=10, sources=BOTH, tokenizer="unicode61")
+    before = len(counted)
+    put(store, "c.md", ["Another blimp."])  # this connection's own commit counts too
+    found = search_relaxed(store.conn, "blimp", limit=10, sources=BOTH, tokenizer="unicode61")
+    assert len(counted) > before and sorted(c.path for c in found) == ["b.md", "c.md"]
