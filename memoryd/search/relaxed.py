@@ -16,7 +16,7 @@ question's stop words alone, in its order, scored near 0: a ranking plain bm25 c
 matching what this leg drops (issue 26: coverage-led ranking fell below plain bm25 on long answers).
 
 Queries are built only from quoted tokens (never raw user syntax), so no input can make MATCH fail.
-Over 400 lines: the plan, the budgeted FTS5 reads and the scoring are one leg, tuned together.
+It runs over 400 lines: the plan, the budgeted FTS5 reads and the scoring are one leg, tuned together.
 """
 
 from __future__ import annotations
