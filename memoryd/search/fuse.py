@@ -51,42 +51,17 @@ class Candidate:
         """This candidate with another `score`: what `dataclasses.replace` does, at half its cost (a
         search rescores ~800 candidates, one or more times each; tests/search/test_fuse.py keeps the
         field list whole)."""
-        return Candidate(
-            self.id,
-            self.path,
-            self.source,
-            self.start_line,
-            self.end_line,
-            self.snippet,
-            self.vector_score,
-            self.text_score,
-            score,
-            self.ts_ms,
-            self.coverage,
-            self.absolute,
-            self.bm25,
-        )
-
-    def as_vector_hit(self, cosine: float) -> Candidate:
-        """This candidate as the vector leg returns a hit: cosine as vector and fused score, no text score."""
-        return Candidate(
-            self.id,
-            self.path,
-            self.source,
-            self.start_line,
-            self.end_line,
-            self.snippet,
-            cosine,
-            0.0,
-            cosine,
-            self.ts_ms,
-            self.coverage,
-            self.absolute,
-            self.bm25,
-        )
+        return self._rescored(self.vector_score, self.text_score, score)
 
     def with_text_score(self, text_score: float) -> Candidate:
         """This candidate with another `text_score` (see `with_score`)."""
+        return self._rescored(self.vector_score, text_score, self.score)
+
+    def as_vector_hit(self, cosine: float) -> Candidate:
+        """This candidate as the vector leg returns a hit: cosine as vector and fused score, no text score."""
+        return self._rescored(cosine, 0.0, cosine)
+
+    def _rescored(self, vector_score: float, text_score: float, score: float) -> Candidate:
         return Candidate(
             self.id,
             self.path,
@@ -94,9 +69,9 @@ class Candidate:
             self.start_line,
             self.end_line,
             self.snippet,
-            self.vector_score,
+            vector_score,
             text_score,
-            self.score,
+            score,
             self.ts_ms,
             self.coverage,
             self.absolute,
