@@ -37,6 +37,8 @@ def check_text(text: str) -> list[tuple[int, str, str | None]]:
 
 
 def test_through_the_daemon(daemon: Daemon, cli: RunCli) -> None:
+    for _agent in ("alpha", "beta"):  # ready is logged before the first syncs end; a sync under way is dirty
+        daemon.wait_for_line("sync done")
     out = cli("status", "--agent", "alpha")
     assert out.returncode == 0, out.stderr
     lines = check_text(out.stdout)
