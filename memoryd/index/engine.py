@@ -222,6 +222,8 @@ class IndexEngine:
                 if full:
                     self.integrity.rebuilt(None)  # a damaged file moved aside at open is rebuilt by any full sync
                 self.keywords_ready.set()
+                if full or counts.indexed:  # the batches' parsed files are garbage now: the vectors may take hours
+                    await anyio.to_thread.run_sync(heap.release_free_memory)
                 await self.indexer.embed_backlog(interrupted)
             except MemorydError as exc:
                 degraded = self.state.degraded_report()

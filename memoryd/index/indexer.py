@@ -28,7 +28,7 @@ from memoryd.embeddings.batch import BatchEmbedder
 from memoryd.embeddings.limits import input_limit_bytes
 from memoryd.errors import CorruptDatabaseError, EmbeddingError
 from memoryd.faults import crash_point
-from memoryd.index import plan
+from memoryd.index import batching, plan
 from memoryd.index.backlog import embed_backlog, pending_count
 from memoryd.index.database import AgentDatabase
 from memoryd.index.discover import (
@@ -64,7 +64,9 @@ from memoryd.store.reindex import Rebuild
 
 log = structlog.get_logger(__name__)
 
-BATCH_FILES = 256
+RESTORE_FILES = 32
+"""Retained transcripts restored per batch: their sizes are not known before each is read, so fewer than a
+listing's batch (`batching`), whose bound in bytes keeps a batch of large transcripts from filling memory."""
 
 
 class Indexer:
@@ -219,8 +221,8 @@ class Indexer:
         media = MediaOptions(self.settings.multimodal.max_file_bytes, embeddable=media_embedder(provider) is not None)
         retention = self.retention
         known = await anyio.to_thread.run_sync(retention.known)
-        for start in range(0, len(files), BATCH_FILES):
-            batch = files[start : start + BATCH_FILES]
+        for part in await anyio.to_thread.run_sync(batching.of_files, files):
+            batch = files[part.start : part.stop]
             batch_states = {
                 f.path: states[f"{f.source}\x00{f.path}"] for f in batch if f"{f.source}\x00{f.path}" in states
             }
@@ -246,7 +248,7 @@ class Indexer:
             if full or counts.indexed or counts.deleted:
                 crash_point("reindex:building" if full else "sync:after-batch")
             if progress is not None:
-                progress(Progress("index", min(start + len(batch), len(files)), len(files), total.chunks))
+                progress(Progress("index", part.stop, len(files), total.chunks))
         gone: frozenset[str] = frozenset()
         if prune or full:  # a listing pass: retained transcripts it did not find are served from the store
             listed = (f.path for f in files if f.source == "sessions")
@@ -306,8 +308,8 @@ class Indexer:
     async def _restore(self, store: IndexStore, paths: Sequence[str], model: str, limit: int | None) -> SyncCounts:
         """Index deleted transcripts from the retention store (a rebuild's new database lacks their rows)."""
         total = SyncCounts()
-        for start in range(0, len(paths), BATCH_FILES):
-            part = paths[start : start + BATCH_FILES]
+        for start in range(0, len(paths), RESTORE_FILES):
+            part = paths[start : start + RESTORE_FILES]
             prepare = functools.partial(self.retention.prepare_restored, part, self.settings.chunking, limit)
             total.add(await self._embed_and_write(store, await anyio.to_thread.run_sync(prepare), model))
         if paths:
