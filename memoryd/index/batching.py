@@ -2,10 +2,10 @@
 
 A batch's prepared files (chunks and, for transcripts, the parsed transcript kept for the retention store)
 live until the batch is written, so a count alone lets a history of large transcripts hold hundreds of MB at
-once (issue 24: 256 files of a 316 MB history took the daemon from 170 to 360 MB; batches of at most 8 MB
-keep the keyword phase under 290 MB, for a little time: every file keyword-searchable in 4.7 s, against
-3.4 s with batches of 24 MB, both runs on that history). Bytes bound that; a single file larger than the bound is a batch of
-its own, never skipped.
+once (issue 24: 256 files of a 316 MB history took the daemon from 170 to 360 MB; batches of at most 8 MB keep
+the keyword phase under 290 MB, for a little time: every file keyword-searchable in 4.7 s, against 3.4 s with
+batches of 24 MB, both runs on that history). Bytes bound that; a single file larger than the bound is a batch
+of its own, never skipped.
 """
 
 from __future__ import annotations
