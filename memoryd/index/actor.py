@@ -65,7 +65,12 @@ class AgentIndex:
         self.engine = IndexEngine(agent)
         self.scheduler = SyncScheduler(agent, self.engine, ready=self._provider_resolved, after_sync=self._after_sync)
         self.checkup = Checkup(
-            self.engine.integrity, self.scheduler, agent.db_path, self.settings.store, self._rebuild_if_damaged
+            self.engine.integrity,
+            self.scheduler,
+            agent.db_path,
+            self.settings.store,
+            self._rebuild_if_damaged,
+            retention_check=self.engine.check_retention,
         )
         self.watch_mode = "off"
         self._rebuild_asked_for: Corruption | None = None

@@ -10,6 +10,9 @@ touches costs nothing. It is O(size), ~8 s for 300 MB, so it is bounded: one wor
 sync starting meanwhile stops it (it runs again once the agent is idle). Damage it finds is noted in
 `Integrity` and rebuilt from the sources like any other (`on_damage`); status says when it last ran,
 why (`trigger`: start or idle) and what it found (`integrityCheck`).
+
+The retention store (deleted transcripts' only copy) is checked after the index, on its own reader, and a
+damaged one is salvaged (`Retention.salvage`) rather than found only when a restart opens it.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ from __future__ import annotations
 import functools
 import os
 import threading
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import anyio
@@ -28,11 +31,12 @@ from memoryd.config.settings import StoreSettings
 from memoryd.errors import MemorydError
 from memoryd.index.integrity import Integrity, Trigger
 from memoryd.index.scheduler import SyncScheduler
+from memoryd.store.retained import retained_path
 
 log = structlog.get_logger(__name__)
 
 Stamp = tuple[tuple[int, int, int] | None, ...]
-"""(inode, size, mtime ns) of the database and of its WAL; None for a file that is not there."""
+"""(inode, size, mtime ns) of the database, the retention store and their WALs; None for a file not there."""
 
 
 class Checkup:
@@ -45,14 +49,19 @@ class Checkup:
         db_path: Path,
         settings: StoreSettings,
         on_damage: Callable[[], None],
+        *,
+        retention_check: Callable[[], Awaitable[object]] | None = None,
     ) -> None:
         self._integrity = integrity
         self._scheduler = scheduler
         self._db_path = db_path
         self._settings = settings
         self._on_damage = on_damage
+        self._retention_check = retention_check
         self._checked: Stamp | None = None  # the files as the last completed check began
         self._synced = anyio.Event()
+        self.checked = anyio.Event()
+        """Set when a check (the index's and the retention store's) completes, then replaced by a new one."""
 
     def sync_ended(self) -> None:
         self._synced.set()
@@ -94,7 +103,14 @@ class Checkup:
         self._on_damage()
         if done is None:
             return False
+        if self._retention_check is not None:
+            try:
+                await self._retention_check()
+            except MemorydError as exc:
+                log.warning("retention store check could not run", agent=self._integrity.agent.id, error=str(exc))
         self._checked = stamp
+        self.checked.set()
+        self.checked = anyio.Event()
         return True
 
     async def _until_idle(self) -> None:
@@ -107,7 +123,8 @@ class Checkup:
         self._integrity.interrupt()
 
     def _stamp(self) -> Stamp:
-        return tuple(_file_stamp(Path(f"{self._db_path}{ext}")) for ext in ("", "-wal"))
+        files = (self._db_path, retained_path(self._db_path))
+        return tuple(_file_stamp(Path(f"{path}{ext}")) for path in files for ext in ("", "-wal"))
 
 
 def _file_stamp(path: Path) -> tuple[int, int, int] | None:

@@ -348,6 +348,16 @@ class IndexEngine:
         resp = self.indexer.retention.mark(await self.searcher.search(request))
         return cite(resp, self.agent.settings.citations, session_key)
 
+    async def check_retention(self) -> str | None:
+        """The retention store's quick_check beside whatever runs; a damaged store is salvaged between syncs
+        (it is the only copy of deleted transcripts: never started anew). What the check found, or None."""
+        retention = self.indexer.retention
+        problem = await anyio.to_thread.run_sync(retention.check)
+        if problem is not None:
+            async with self._sync_lock:
+                await anyio.to_thread.run_sync(retention.salvage, problem)
+        return problem
+
     async def forget(self, what: Forget) -> dict[str, object]:
         """Delete retained transcripts for good (memoryd.index.forget), never during a sync."""
         async with self._sync_lock:

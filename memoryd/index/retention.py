@@ -32,9 +32,10 @@ from memoryd.sources.chunking import split_for_input_limit
 from memoryd.sources.discovery import SourceFile
 from memoryd.sources.readfile import FileSlice
 from memoryd.sources.transcripts import Transcript, chunk_transcript, parse_transcript
-from memoryd.store.db import move_aside
+from memoryd.store.db import connect, fsync_dir, move_aside, quick_check
 from memoryd.store.index import now_ms
 from memoryd.store.retained import Retained, RetentionStore, retained_path
+from memoryd.store.salvage import salvage
 
 log = structlog.get_logger(__name__)
 
@@ -53,19 +54,60 @@ class Retention:
         """Index paths of the transcripts served from the store (their file is gone)."""
         self._gone_abs: dict[str, str] = {}
         self._store: RetentionStore | None = None
+        self.last_check: dict[str, object] | None = None
+        """The last integrity check of the store, and what a salvage kept (status)."""
 
     # ---------------------------------------------------------------- lifecycle
 
     def store(self) -> RetentionStore:
-        """The writer connection, opened on first use; a damaged file is moved aside, never deleted."""
+        """The writer connection, opened on first use; a damaged file is salvaged (`salvage`)."""
         if self._store is None:
             try:
                 self._store = RetentionStore.open(self.path)
             except CorruptDatabaseError as exc:
-                log.warning("retention store damaged; moved aside, starting anew", path=str(self.path), error=str(exc))
-                move_aside(self.path, f"corrupt-{now_ms()}")
+                self._salvage(str(exc))
                 self._store = RetentionStore.open(self.path)
         return self._store
+
+    def check(self) -> str | None:
+        """SQLite's quick_check over the store on a reader of its own (the writer carries on; blocking, O(size)):
+        what it found, or None (`salvage` then, with no writer at work). Status says what the check found."""
+        if not os.path.exists(self.path):
+            return None
+        try:
+            conn, _vec = connect(self.path, readonly=True, vec_enabled=False)
+        except CorruptDatabaseError as exc:
+            problem: str | None = str(exc)
+        else:
+            try:
+                problem = quick_check(conn)
+            finally:
+                conn.close()
+        self.last_check = {"at": now_ms(), "result": problem or "ok"}
+        return problem
+
+    def salvage(self, problem: str) -> None:
+        """A damaged store replaced by what can be read of it; the caller keeps every writer away meanwhile."""
+        self.close()
+        self._salvage(problem)
+
+    def _salvage(self, problem: str) -> None:
+        """Rows still readable into a new store, the damaged file moved aside beside it (never deleted)."""
+        log.warning("retention store damaged; salvaging what it holds", path=str(self.path), error=problem)
+        fresh = self.path.with_name(f"{self.path.name}.salvage-{now_ms()}")
+        saved = salvage(self.path, fresh)
+        moved = move_aside(self.path, f"corrupt-{now_ms()}", then="what could be read of it is in a new store")
+        os.replace(fresh, self.path)
+        fsync_dir(self.path.parent)
+        self.last_check = {
+            "at": now_ms(),
+            "result": problem,
+            "salvaged": saved.kept,
+            "unreadable": saved.unreadable,
+            "movedTo": str(moved),
+        }
+        if self.active:
+            self.refresh()
 
     def open(self) -> None:
         """Learn which transcripts are served from the store (when there is one: nothing is created here)."""
@@ -215,7 +257,15 @@ class Retention:
 
     def report(self) -> dict[str, object]:
         """Status: whether deleted transcripts are kept, how many are served from the store, where it is."""
-        return {"enabled": self.active, "retained": len(self.gone), "retainDays": self.days, "path": str(self.path)}
+        out: dict[str, object] = {
+            "enabled": self.active,
+            "retained": len(self.gone),
+            "retainDays": self.days,
+            "path": str(self.path),
+        }
+        if self.last_check is not None:
+            out["integrityCheck"] = self.last_check
+        return out
 
     # ---------------------------------------------------------------- serving
 

@@ -185,14 +185,14 @@ def quick_check(conn: apsw.Connection) -> str | None:
     return None if rows == ["ok"] else "; ".join(rows)
 
 
-def move_aside(path: Path, suffix: str) -> Path:
+def move_aside(path: Path, suffix: str, *, then: str = "it will be rebuilt from the sources") -> Path:
     """Rename a damaged database (and its -wal/-shm) out of the way; never delete user data."""
     target = path.with_name(f"{path.name}.{suffix}")
     for ext in ("", "-wal", "-shm"):
         src = Path(f"{path}{ext}")
         if src.exists():
             os.replace(src, Path(f"{target}{ext}"))
-    log.warning("database moved aside; it will be rebuilt from the sources", path=str(path), moved_to=str(target))
+    log.warning(f"database moved aside; {then}", path=str(path), moved_to=str(target))
     return target
 
 

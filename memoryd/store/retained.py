@@ -44,7 +44,7 @@ CREATE TABLE IF NOT EXISTS retained(
 );
 CREATE INDEX IF NOT EXISTS idx_retained_last ON retained(last_ms);
 """
-_COLUMNS = (
+COLUMNS = (  # every column, in the order `from_row` reads them
     "path, abs_path, hash, format, content, line_map, timestamps, malformed, dreaming, total_lines, size, "
     "mtime_ns, last_ms, captured_at, gone_at"
 )
@@ -105,7 +105,7 @@ def _row(r: Retained) -> tuple[object, ...]:
     )
 
 
-def _entry(row: Sequence[Any]) -> Retained:
+def from_row(row: Sequence[Any]) -> Retained:
     path, abs_path, digest, fmt, content, lines, stamps, malformed, dreaming, total, size, mtime, _last, at, gone = row
     transcript = Transcript(
         content=str(content),
@@ -147,7 +147,7 @@ class RetentionStore:
         """Insert or replace transcripts as read now (present on disk: `gone_at` cleared)."""
         marks = ",".join("?" * 15)
         with translated("retaining transcripts"):
-            self.conn.executemany(f"INSERT OR REPLACE INTO retained({_COLUMNS}) VALUES({marks})", map(_row, entries))
+            self.conn.executemany(f"INSERT OR REPLACE INTO retained({COLUMNS}) VALUES({marks})", map(_row, entries))
 
     def known(self) -> dict[str, str]:
         """Every retained transcript's index path and hash."""
@@ -168,8 +168,8 @@ class RetentionStore:
 
     def get(self, path: str) -> Retained | None:
         with translated("reading the retention store"):
-            row = self.conn.execute(f"SELECT {_COLUMNS} FROM retained WHERE path = ?", (path,)).fetchone()
-        return None if row is None else _entry(row)
+            row = self.conn.execute(f"SELECT {COLUMNS} FROM retained WHERE path = ?", (path,)).fetchone()
+        return None if row is None else from_row(row)
 
     def entries(self, paths: Iterable[str]) -> Iterator[Retained]:
         for path in paths:
