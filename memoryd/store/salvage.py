@@ -16,6 +16,7 @@ from pathlib import Path
 import apsw
 import structlog
 
+from memoryd.errors import StoreError
 from memoryd.store.db import connect
 from memoryd.store.retained import COLUMNS, Retained, RetentionStore, from_row
 
@@ -36,8 +37,13 @@ class Salvaged:
 
 def salvage(damaged: Path, fresh: Path) -> Salvaged:
     """Every readable row of `damaged` written to a new store at `fresh` (which must not exist yet)."""
-    conn, _vec = connect(damaged, readonly=True, vec_enabled=False)
     out = RetentionStore.open(fresh)
+    try:
+        conn, _vec = connect(damaged, readonly=True, vec_enabled=False)
+    except StoreError as exc:  # not even a database any more: nothing of it can be read
+        out.close()
+        log.warning("retention store unreadable; nothing salvaged", damaged=str(damaged), error=str(exc))
+        return Salvaged(0, 1)
     kept = unreadable = 0
     try:
         with out.transaction():

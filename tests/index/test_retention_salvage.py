@@ -13,6 +13,7 @@ import pytest
 
 from memoryd.index.actor import AgentIndex
 from memoryd.index.engine import IndexEngine
+from memoryd.index.retention import Retention
 from memoryd.sources.transcripts import Transcript
 from memoryd.store.retained import Retained, RetentionStore, retained_path
 from memoryd.store.salvage import salvage
@@ -132,3 +133,24 @@ async def test_the_agent_check_finds_a_damaged_store_and_the_deleted_transcript_
     assert Path(report["movedTo"]).exists()  # the damaged file is kept beside the new one
     assert [(r.path, r.retained) for r in found.results] == [(SESSION, True)]
     assert PLANTED in str(got.to_dict()["text"])
+
+
+def test_a_store_that_is_no_database_any_more_is_moved_aside_and_a_new_one_used(
+    tmp_path: Path, make_agent: AgentFactory
+) -> None:
+    agent = make_agent(tmp_path / "ws")
+    path = retained_path(agent.db_path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    garbage = os.urandom(8192)
+    path.write_bytes(garbage)
+    retention = Retention(agent)
+    try:
+        store = retention.store()
+        with store.transaction():
+            store.put([_entry(1)])
+        assert store.get(_entry(1).path) == _entry(1)
+    finally:
+        retention.close()
+    check = retention.last_check or {}
+    assert check["salvaged"] == 0 and check["unreadable"] == 1
+    assert Path(str(check["movedTo"])).read_bytes() == garbage  # kept as it was, beside the new store
