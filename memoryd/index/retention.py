@@ -95,7 +95,12 @@ class Retention:
         """Rows still readable into a new store, the damaged file moved aside beside it (never deleted)."""
         log.warning("retention store damaged; salvaging what it holds", path=str(self.path), error=problem)
         fresh = self.path.with_name(f"{self.path.name}.salvage-{now_ms()}")
-        saved = salvage(self.path, fresh)
+        try:
+            saved = salvage(self.path, fresh)
+        except BaseException:  # the damaged file stays in place; no half-written copy is left beside it
+            for ext in ("", "-wal", "-shm"):
+                Path(f"{fresh}{ext}").unlink(missing_ok=True)
+            raise
         moved = move_aside(self.path, f"corrupt-{now_ms()}", then="what could be read of it is in a new store")
         os.replace(fresh, self.path)
         fsync_dir(self.path.parent)

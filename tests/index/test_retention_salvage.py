@@ -11,10 +11,13 @@ import anyio
 import apsw
 import pytest
 
+from memoryd.errors import StoreError
+from memoryd.index import retention as retention_mod
 from memoryd.index.actor import AgentIndex
 from memoryd.index.engine import IndexEngine
 from memoryd.index.retention import Retention
 from memoryd.sources.transcripts import Transcript
+from memoryd.store import salvage as salvage_mod
 from memoryd.store.retained import Retained, RetentionStore, retained_path
 from memoryd.store.salvage import salvage
 from tests.conftest import AgentFactory, transcript_line, write
@@ -154,3 +157,23 @@ def test_a_store_that_is_no_database_any_more_is_moved_aside_and_a_new_one_used(
     check = retention.last_check or {}
     assert check["salvaged"] == 0 and check["unreadable"] == 1
     assert Path(str(check["movedTo"])).read_bytes() == garbage  # kept as it was, beside the new store
+
+
+def test_a_salvage_that_fails_leaves_the_damaged_store_in_place_and_no_half_copy(
+    tmp_path: Path, make_agent: AgentFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    agent = make_agent(tmp_path / "ws")
+    path = retained_path(agent.db_path)
+    _store_of(path, [_entry(n) for n in range(10)])
+    before = path.read_bytes()
+
+    def fail_midway(damaged: Path, fresh: Path) -> salvage_mod.Salvaged:
+        _store_of(fresh, [_entry(1)])  # a partial copy, then the disk fills
+        raise StoreError("disk full")
+
+    monkeypatch.setattr(retention_mod, "salvage", fail_midway)
+    retention = Retention(agent)
+    with pytest.raises(StoreError):
+        retention.salvage("damaged")
+    assert path.read_bytes() == before
+    assert sorted(p.name for p in path.parent.iterdir() if "retained" in p.name) == [path.name]
