@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 
 log = structlog.get_logger(__name__)
 
-QUANTIZE_RECIPE = "dynint8pc-v1"
+QUANTIZE_RECIPE = "dynint8pc-v2"
 """Names the derived file; bump it whenever `rewrite` would write a different graph."""
 
 ALREADY_DYNAMIC = "already-dynamic"
@@ -64,7 +64,21 @@ def quantized_model(files: ModelFiles, cache_dir: Path, spec: ModelSpec | None =
     if target.is_file():
         return target
     verdict = _run_child(files.onnx, target)
-    return files.onnx if verdict == ALREADY_DYNAMIC else target
+    if verdict == ALREADY_DYNAMIC:
+        return files.onnx
+    _remove_older_recipes(target)
+    return target
+
+
+def _remove_older_recipes(target: Path) -> None:
+    """Graphs derived from the same source by an earlier recipe are never read again: free their space."""
+    source_key = target.name.split("-", 1)[0]
+    for older in target.parent.glob(f"{source_key}-*.onnx"):
+        if older != target:
+            try:
+                older.unlink(missing_ok=True)
+            except OSError as exc:  # a cache shared read-only: the old file only costs space
+                log.warning("cannot remove a model graph of an earlier recipe", path=str(older), error=str(exc))
 
 
 def _run_child(source: Path, target: Path) -> str:
@@ -109,6 +123,7 @@ def rewrite(source: Path, target: Path) -> str:
     outputs): their inputs are GELU outputs with a long tail that 8-bit activations cannot hold, and
     keeping those six products in fp32 lifts the worst cosine to the unmodified model from 0.989 to
     0.996 on documentation prose, at ~15% of the throughput (55 instead of 65 chunks/s here).
+    The exporter's NaN guards after each softmax are dropped first (see `drop_nan_guards`).
     """
     try:
         import onnx  # noqa: PLC0415
@@ -128,7 +143,11 @@ def rewrite(source: Path, target: Path) -> str:
             options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_BASIC
             options.optimized_model_filepath = str(folded)
             ort.InferenceSession(str(source), options, providers=["CPUExecutionProvider"])
-            keep_fp32 = _down_projections(onnx.load(str(folded)))
+            graph = onnx.load(str(folded))
+            keep_fp32 = _down_projections(graph)
+            if drop_nan_guards(graph):
+                onnx.save(graph, str(folded))
+            del graph
             quantized = Path(scratch) / "quantized.onnx"
             quantize_dynamic(
                 folded,
@@ -145,6 +164,42 @@ def rewrite(source: Path, target: Path) -> str:
             f"{target.parent.parent} so it is downloaded again)"
         ) from exc
     return WRITTEN
+
+
+def drop_nan_guards(model: onnx.ModelProto) -> int:
+    """Remove `Where(IsNaN(x), c, x)` after a Softmax, in place; returns how many nodes went.
+
+    The exported graph zeroes attention rows that came out NaN, which only a row whose every key is
+    masked produces: a text of no tokens at all. The encoder never runs one (blank texts get a zero row
+    without a run, and the quantised model runs one unpadded text at a time), so the guard never fires,
+    yet each layer held two more sequence-squared tensors for it. Measured in-process on 256-token runs
+    of all-MiniLM-L6-v2: vectors the same to the last bit (cosine 1.0 on 40 source files), a run's peak
+    ~10 MB lower (46 vs 55-60 MB above the loaded model) and ~10% more runs per second.
+    """
+    graph = model.graph
+    producer = {out: node for node in graph.node for out in node.output}
+    kept_outputs = {out.name for out in graph.output}
+    replaced: dict[str, str] = {}
+    for node in graph.node:
+        if node.op_type != "Where" or len(node.input) != 3 or node.output[0] in kept_outputs:
+            continue
+        test, guarded = producer.get(node.input[0]), producer.get(node.input[2])
+        if test is None or test.op_type != "IsNaN" or test.input[0] != node.input[2]:
+            continue
+        if guarded is not None and guarded.op_type == "Softmax":
+            replaced[node.output[0]] = node.input[2]
+    if not replaced:
+        return 0
+    before = len(graph.node)
+    survivors = [node for node in graph.node if not (node.op_type == "Where" and node.output[0] in replaced)]
+    for node in survivors:
+        for k, name in enumerate(node.input):
+            node.input[k] = replaced.get(name, name)
+    read = {name for node in survivors for name in node.input} | kept_outputs
+    survivors = [node for node in survivors if node.op_type != "IsNaN" or node.output[0] in read]
+    del graph.node[:]
+    graph.node.extend(survivors)
+    return before - len(survivors)
 
 
 def _down_projections(model: onnx.ModelProto) -> list[str]:

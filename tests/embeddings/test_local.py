@@ -11,6 +11,7 @@ from pathlib import Path
 
 import anyio
 import numpy as np
+import onnx
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -235,6 +236,8 @@ def test_the_quantised_model_is_written_once_into_the_cache(
     assert len(derived) == 1 and derived[0].suffix == ".onnx"
     files = locate_model(None, quantized_cache, allow_download=False)
     assert is_dynamically_quantized(derived[0]) and not is_dynamically_quantized(files.onnx)
+    ops = {node.op_type for node in onnx.load(str(derived[0]), load_external_data=False).graph.node}
+    assert "IsNaN" not in ops and "Softmax" in ops  # the attention's NaN guards dropped (quantize.drop_nan_guards)
     stamp = derived[0].stat().st_mtime_ns
     assert quantized_model(files, quantized_cache) == derived[0]
     assert derived[0].stat().st_mtime_ns == stamp
@@ -327,10 +330,15 @@ def test_the_rewrite_runs_in_a_child_so_the_loading_process_never_holds_the_grap
         "print('onnx' in sys.modules, 'onnxruntime.quantization' in sys.modules)\n"
     )
     cache = tmp_path / "cache"
+    files = locate_model(None, cache, allow_download=False)
+    older = cache / "all-MiniLM-L6-v2" / "derived" / f"{(files.onnx_sha256 or '')[:16]}-dynint8pc-v0.onnx"
+    older.parent.mkdir(parents=True)
+    older.write_bytes(b"an earlier recipe's graph")
     done = subprocess.run([sys.executable, "-c", probe, str(cache)], capture_output=True, text=True, check=True)
     written, imported = done.stdout.splitlines()[-2:]  # after the log line
     assert Path(written).is_file() and Path(written).parent == cache / "all-MiniLM-L6-v2" / "derived"
     assert is_dynamically_quantized(Path(written))
+    assert not older.exists()  # the graph of an earlier recipe is removed once the new one is written
     assert imported == "False False"  # onnx and the quantiser lived and died in the child
 
 
