@@ -10,7 +10,7 @@ from __future__ import annotations
 import bisect
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from memoryd.errors import ConfigError
 
@@ -60,6 +60,30 @@ class Candidate:
     def as_vector_hit(self, cosine: float) -> Candidate:
         """This candidate as the vector leg returns a hit: cosine as vector and fused score, no text score."""
         return self._rescored(cosine, 0.0, cosine)
+
+    def as_keyword_hit(self) -> Candidate:
+        """This candidate as the keyword leg's alone: no vector score (see `with_score`)."""
+        return self._rescored(0.0, self.text_score, self.score)
+
+    def joined(self, keyword_hit: Candidate) -> Candidate:
+        """This vector hit with what the keyword leg found of the same chunk: its text score, snippet (when
+        it has one), coverage and the later timestamp. Written out rather than `dataclasses.replace`, which
+        cost a hybrid search ~1 ms at 100k chunks (a few hundred calls)."""
+        return Candidate(
+            self.id,
+            self.path,
+            self.source,
+            self.start_line,
+            self.end_line,
+            keyword_hit.snippet or self.snippet,
+            self.vector_score,
+            keyword_hit.text_score,
+            self.score,
+            max(self.ts_ms, keyword_hit.ts_ms),
+            keyword_hit.coverage,
+            self.absolute,
+            self.bm25,
+        )
 
     def _rescored(self, vector_score: float, text_score: float, score: float) -> Candidate:
         return Candidate(
@@ -200,15 +224,9 @@ def _union(vector: Sequence[Candidate], keyword: Sequence[Candidate]) -> list[Ca
     for cand_id, hit in keyword_best.items():
         existing = by_id.get(cand_id)
         if existing is None:
-            by_id[cand_id] = hit if hit.vector_score == 0.0 else replace(hit, vector_score=0.0)
+            by_id[cand_id] = hit if hit.vector_score == 0.0 else hit.as_keyword_hit()
         else:
-            by_id[cand_id] = replace(
-                existing,
-                text_score=hit.text_score,
-                snippet=hit.snippet or existing.snippet,
-                ts_ms=max(existing.ts_ms, hit.ts_ms),
-                coverage=hit.coverage,
-            )
+            by_id[cand_id] = existing.joined(hit)
     return list(by_id.values())
 
 

@@ -351,21 +351,27 @@ def complete_vector_scores(
             "AND (embedding IS NULL OR length(embedding) = ?)",
             (*missing, model, q.size * 4),
         ).fetchall()
-    extra = [
-        missing[str(cid)].as_vector_hit(score)
-        for cid, blob in rows
-        if math.isfinite(score := _cosine_or_keyword(blob, q, missing[str(cid)]))
-    ]
+    cosines = _cosines([blob for _cid, blob in rows], q)
+    extra: list[Candidate] = []
+    for (cid, blob), cosine in zip(rows, cosines, strict=True):
+        cand = missing[str(cid)]
+        # A chunk still waiting for its vector (keyword first) stands in with its keyword score, so it fuses
+        # as the keyword-only path would rank it instead of as a chunk that means nothing.
+        score = cand.text_score if blob is None else cosine
+        if math.isfinite(score):
+            extra.append(cand.as_vector_hit(score))
     extra.sort(key=lambda cand: (-cand.vector_score, cand.id))
     return [*hits, *extra]
 
 
-def _cosine_or_keyword(blob: bytes | None, q: Floats, cand: Candidate) -> float:
-    """The chunk's cosine; a chunk still waiting for its vector (keyword first) stands in with its keyword
-    score, so it fuses as the keyword-only path would rank it instead of as a chunk that means nothing."""
-    if blob is None:
-        return cand.text_score
-    return float(np.frombuffer(blob, dtype="<f4") @ q)
+def _cosines(blobs: Sequence[bytes | None], q: Floats) -> list[float]:
+    """Each blob's dot product with `q` in one matrix product (0 for a missing blob): a product per row
+    cost ~0.5 ms of a hybrid search's completion at 100k chunks."""
+    present = [blob for blob in blobs if blob is not None]
+    if not present:
+        return [0.0] * len(blobs)
+    products = iter((np.frombuffer(b"".join(present), dtype="<f4").reshape(len(present), -1) @ q).tolist())
+    return [0.0 if blob is None else next(products) for blob in blobs]
 
 
 def _unit(query: npt.ArrayLike) -> Floats:

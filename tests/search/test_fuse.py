@@ -178,3 +178,9 @@ def test_rescoring_copies_every_other_field() -> None:
     assert cand.with_score(9.0) == dataclasses.replace(cand, score=9.0)
     assert cand.with_text_score(9.0) == dataclasses.replace(cand, text_score=9.0)
     assert cand.as_vector_hit(0.25) == dataclasses.replace(cand, vector_score=0.25, text_score=0.0, score=0.25)
+    assert cand.as_keyword_hit() == dataclasses.replace(cand, vector_score=0.0)
+    other = dataclasses.replace(cand, snippet="theirs", text_score=7.5, ts_ms=10**9, coverage=0.75, absolute=0.1)
+    assert cand.joined(other) == dataclasses.replace(
+        cand, snippet="theirs", text_score=7.5, ts_ms=10**9, coverage=0.75
+    )  # the vector hit's own absolute and bm25 stay
+    assert cand.joined(dataclasses.replace(other, snippet="")).snippet == cand.snippet

@@ -175,3 +175,16 @@ def test_completion_lets_a_strong_keyword_and_vector_chunk_beat_a_vector_only_on
     assert [c.score for c in after] == pytest.approx([0.7 * 0.55 + 0.3 * 0.9, 0.42], abs=1e-6)
     assert after[0].vector_score == pytest.approx(0.55, abs=1e-6)
     assert after[0].text_score == 0.9
+
+
+def test_a_chunk_still_waiting_for_its_vector_stands_in_with_its_keyword_score(store: IndexStore) -> None:
+    """Keyword first: some keyword hits have no vector yet; the others still get their exact cosine."""
+    put(store, "a.md", np.stack([basis(0), mix(0.6, 1), basis(2)]))
+    store.conn.execute(
+        "UPDATE chunks SET embedding = NULL WHERE n = (SELECT n FROM chunks ORDER BY n LIMIT 1 OFFSET 1)"
+    )
+    others = keyword_hits(store, "a.md", text_score=0.3)
+    completed = complete_vector_scores(store.conn, basis(0), [], others, "m")
+    by_id = {c.id: c.vector_score for c in completed}
+    assert [by_id[c.id] for c in others] == pytest.approx([1.0, 0.3, 0.0], abs=1e-6)
+    assert [c.vector_score for c in completed] == sorted(by_id.values(), reverse=True)
