@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import itertools
 import re
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -108,43 +109,29 @@ def _length(pieces: Sequence[_Piece]) -> int:
 
 
 def _best_span(pieces: Sequence[_Piece], max_chars: int) -> tuple[int, int] | None:
-    """The window (first and last piece) covering the most query words, opening on a matching piece; among
-    those, the one whose words lie closest together (the shortest run from its opening piece to the last
-    piece it needs), then more words in its opening piece, then earlier. The hook cuts a lower-ranked snippet
-    to a few hundred characters from its opening, so a window that opens far before what completes the match
-    shows only its first half. One pass with a sliding end (pieces fit the budget); each word's next
-    occurrence, read backwards once, gives the run's end."""
+    """The window (first and last piece) covering the most query words, opening on a matching piece: more
+    words in its opening piece, then earlier, break ties. One pass with a sliding end (pieces fit the budget)."""
     sizes = [utf16_len(p.text) for p in pieces]
     gaps = [1 if a.line != b.line else 0 for a, b in itertools.pairwise(pieces)]
-    offsets = list(itertools.accumulate((size + gap for size, gap in zip(sizes, [*gaps, 0], strict=True)), initial=0))
-    after = _next_occurrences(pieces)
-    best: tuple[int, int, int, int] | None = None
+    counts: Counter[int] = Counter()
+    best: tuple[int, int, int] | None = None
     span: tuple[int, int] | None = None
     size, end = 0, -1
     for start, piece in enumerate(pieces):
         if end < start:
             size, end = sizes[start], start
+            counts = Counter(piece.matched)
         while end + 1 < len(pieces) and size + gaps[end] + sizes[end + 1] <= max_chars:
             size += gaps[end] + sizes[end + 1]
             end += 1
+            counts.update(pieces[end].matched)
         if piece.matched:
-            reached = [at for at in (nexts[start] for nexts in after.values()) if at <= end]
-            run = offsets[max(reached) + 1] - offsets[start]
-            key = (len(reached), -run, len(piece.matched), -start)
+            key = (sum(1 for n in counts.values() if n > 0), len(piece.matched), -start)
             if best is None or key > best:
                 best, span = key, (start, end)
+        counts.subtract(piece.matched)
         size -= sizes[start] + (gaps[start] if end > start else 0)
     return span
-
-
-def _next_occurrences(pieces: Sequence[_Piece]) -> dict[int, list[int]]:
-    """For each query word, the first piece at or after each position that holds it (len(pieces) if none)."""
-    words = {word for piece in pieces for word in piece.matched}
-    after = {word: [len(pieces)] * (len(pieces) + 1) for word in words}
-    for i in range(len(pieces) - 1, -1, -1):
-        for word, nexts in after.items():
-            nexts[i] = i if word in pieces[i].matched else nexts[i + 1]
-    return after
 
 
 def _lead_in(pieces: Sequence[_Piece], start: int, end: int, max_chars: int) -> tuple[int, int]:

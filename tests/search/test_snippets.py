@@ -44,19 +44,6 @@ def test_a_window_covering_more_query_words_wins() -> None:
     assert window.first_line <= 30 and window.last_line == 39  # it reached the end: earlier lines fill it back
 
 
-def test_of_windows_covering_as_many_words_the_one_whose_words_lie_closest_wins() -> None:
-    # The hook cuts a lower-ranked snippet to its first few hundred characters: a window opening on two of
-    # the words with the third ten lines on would show only its first half.
-    lines = [f"Line {i} about gardening and compost." for i in range(40)]
-    lines[5] = "The tomatoes and the basil need water."
-    lines[14] = "Seeds go out in April."
-    lines[30] = "The tomatoes were planted early."
-    lines[31] = "The basil followed in April."
-    window = best_window("\n".join(lines), query_stems("tomatoes basil April"))
-    assert "planted early.\nThe basil followed in April." in window.text and "need water" not in window.text
-    assert window.text[window.match_at :].startswith("Line 29 about")  # led in by the line before it
-
-
 def test_a_line_longer_than_the_budget_opens_at_its_matching_sentence() -> None:
     filler = " ".join(f"Sentence {i} talks about the build pipeline and its caches." for i in range(40))
     text = f"{filler} The staging database password rotation happens every ninety days. {filler}"
