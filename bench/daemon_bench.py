@@ -73,7 +73,9 @@ class Daemon:
             stderr=log,
         )
 
-    async def wait_ready(self, deadline_s: float = 600.0) -> None:
+    async def wait_ready(self, deadline_s: float = 1800.0) -> None:
+        """Until the first index is done, vectors included: 11.3k chunks read as windows (the default) took over
+        600 s on a 2-core machine sharing its cores (6,144 embedded at 600 s), so the deadline is generous."""
         with anyio.fail_after(deadline_s):
             while True:
                 try:
