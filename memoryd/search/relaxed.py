@@ -130,8 +130,13 @@ def search_relaxed(
     sources: Sequence[str],
     tokenizer: FtsTokenizer,
     features: KeywordFeatures | None = None,
+    vectors_of: str | None = None,
 ) -> list[Candidate]:
     """Chunks matching any content word of `query`, best first.
+
+    With `vectors_of` (a model), each content-word hit carries its stored embedding of that model
+    (`Candidate.stored_vector`), read in the same statement as its text: hybrid then completes the
+    cosines of these hits without a second read (`memoryd.search.vector.complete_vector_scores`).
 
     `text_score` is OpenClaw's bm25 mapping of the coverage-weighted bm25 (so weighted fusion stays
     comparable); `score` is the keyword-only score: coverage and bm25 in equal parts, in [0, 1].
@@ -164,7 +169,7 @@ def search_relaxed(
     _accumulate(ranks, _ranked(conn, schema.CJK_TABLE, side_df, cap=cap, budget=budget, limit=limit, sources=sources))
     best = sorted(ranks, key=lambda n: (-ranks[n], n))[:limit]
     idf = _unit_idf(plan, main_df, side_df, total)
-    found = _score(conn, best, ranks, plan, idf, features=features) if best else []
+    found = _score(conn, best, ranks, plan, idf, features=features, vectors_of=vectors_of) if best else []
     if features.stop_word_fallback and len(found) < limit:
         found += _fallback(
             conn,
@@ -339,25 +344,37 @@ def _score(
     idf: dict[str, float],
     *,
     features: KeywordFeatures,
+    vectors_of: str | None,
 ) -> list[Candidate]:
+    # The embedding only of the wanted model; x'' for a chunk of that model still waiting for its vector.
+    vector = "CASE WHEN model = ? THEN coalesce(embedding, x'') END" if vectors_of is not None else "NULL"
     with translated("reading keyword hits"):
         rows: list[Any] = conn.execute(
-            "SELECT n, id, path, source, start_line, end_line, text, ts FROM chunks "
-            f"WHERE n IN ({','.join(str(n) for n in best)})"
+            f"SELECT n, id, path, source, start_line, end_line, text, ts, {vector} FROM chunks "
+            f"WHERE n IN ({','.join(str(n) for n in best)})",
+            () if vectors_of is None else (vectors_of,),
         ).fetchall()
     stems = {unit: stem(unit) for unit in idf}
     pairs = plan.pairs if features.proximity else ()
-    pair_patterns = [re.compile(re.escape(fold(a)) + r"\W+" + re.escape(fold(b)) + r"\b") for a, b in pairs]
+    pair_patterns = [((a, b), re.compile(re.escape(fold(a)) + r"\W+" + re.escape(fold(b)) + r"\b")) for a, b in pairs]
     weight_total = sum(idf.values())
     floor = COVERAGE_FLOOR if features.coverage_floor is None else features.coverage_floor
     gain = PHRASE_GAIN if features.phrase_gain is None else features.phrase_gain
     out: list[Candidate] = []
     relevances: list[float] = []
-    for n, cid, path, source, start, end, text, ts in rows:
+    for n, cid, path, source, start, end, text, ts, blob in rows:
         folded = fold(str(text))
-        matched = sum(w for unit, w in idf.items() if contains(folded, stems[unit]))
+        found = {unit for unit in idf if contains(folded, stems[unit])}
+        matched = sum(idf[unit] for unit in found)
         coverage = matched / weight_total if weight_total > 0 else 1.0
-        phrase = sum(1 for p in pair_patterns if _has_phrase(folded, p)) / len(pair_patterns) if pair_patterns else 0.0
+        # A pair is adjacent only where both of its words are found (each word is its stem with an ending):
+        # the regex runs on those chunks alone.
+        phrase = (
+            sum(1 for (a, b), p in pair_patterns if a in found and b in found and _has_phrase(folded, p))
+            / len(pair_patterns)
+            if pair_patterns
+            else 0.0
+        )
         weight = floor + (1 - floor) * coverage if features.coverage else 1.0
         relevance = ranks[int(n)] * weight * (1 + gain * phrase)
         relevances.append(relevance)
@@ -379,6 +396,7 @@ def _score(
                 coverage=coverage,
                 absolute=score,
                 bm25=ranks[int(n)],
+                stored_vector=None if blob is None else bytes(blob),
             )
         )
     if features.bm25_order and out:

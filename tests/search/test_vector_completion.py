@@ -13,6 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from memoryd.search.fuse import Candidate, merge_weighted
+from memoryd.search.relaxed import search_relaxed
 from memoryd.search.vector import ExactMatrixCache, complete_vector_scores, search_vector
 from memoryd.store.index import IndexStore
 from tests.search.test_vector import DIMS, open_store, put, unit_rows
@@ -27,10 +28,13 @@ def store(tmp_path: Path) -> Iterator[IndexStore]:
     opened.conn.close()
 
 
-def keyword_hits(store: IndexStore, path: str, *, text_score: float = 0.5) -> list[Candidate]:
-    """Every chunk of `path` as the keyword leg would return it: a text score, no vector score."""
+def keyword_hits(store: IndexStore, path: str, *, text_score: float = 0.5, model: str = "m") -> list[Candidate]:
+    """Every chunk of `path` as the keyword leg returns it in a hybrid search: a text score, no vector
+    score, its stored vector of `model` (the last test checks the leg's own)."""
     rows: list[Any] = store.conn.execute(
-        "SELECT id, path, source, start_line, end_line, text, ts FROM chunks WHERE path = ? ORDER BY n", (path,)
+        "SELECT id, path, source, start_line, end_line, text, ts, "
+        "CASE WHEN model = ? THEN coalesce(embedding, x'') END FROM chunks WHERE path = ? ORDER BY n",
+        (model, path),
     ).fetchall()
     return [
         Candidate(
@@ -43,8 +47,9 @@ def keyword_hits(store: IndexStore, path: str, *, text_score: float = 0.5) -> li
             text_score=text_score,
             score=text_score,
             ts_ms=int(ts),
+            stored_vector=None if blob is None else bytes(blob),
         )
-        for cid, p, source, start, end, text, ts in rows
+        for cid, p, source, start, end, text, ts, blob in rows
     ]
 
 
@@ -86,7 +91,7 @@ def test_missing_keyword_hits_get_their_exact_cosine_after_the_vector_hits(
         q = unit_rows(rng, 1)[0] * np.float32(3.5)  # the query need not be normalised
         hits = vector_leg(store, q, min(returned, n))
         others = keyword_hits(store, "a.md")
-        completed = complete_vector_scores(store.conn, q, hits, others, "m")
+        completed = complete_vector_scores(q, hits, others)
 
         assert completed[: len(hits)] == hits
         extra = completed[len(hits) :]
@@ -106,7 +111,7 @@ def test_missing_keyword_hits_get_their_exact_cosine_after_the_vector_hits(
 def test_equal_cosines_are_ordered_by_id(store: IndexStore) -> None:
     twin = mix(0.5, 1)
     put(store, "a.md", np.stack([twin, twin, twin, mix(0.9, 2)]))
-    completed = complete_vector_scores(store.conn, basis(0), [], keyword_hits(store, "a.md"), "m")
+    completed = complete_vector_scores(basis(0), [], keyword_hits(store, "a.md"))
     assert [c.vector_score for c in completed] == pytest.approx([0.9, 0.5, 0.5, 0.5])
     assert [c.id for c in completed[1:]] == sorted(c.id for c in completed[1:])
 
@@ -116,8 +121,8 @@ def test_nothing_missing_returns_the_vector_hits_unchanged(store: IndexStore) ->
     put(store, "a.md", unit_rows(rng, 6))
     q = unit_rows(rng, 1)[0]
     hits = vector_leg(store, q, 6)
-    assert complete_vector_scores(store.conn, q, hits, keyword_hits(store, "a.md"), "m") == hits
-    assert complete_vector_scores(store.conn, q, hits, [], "m") == hits
+    assert complete_vector_scores(q, hits, keyword_hits(store, "a.md")) == hits
+    assert complete_vector_scores(q, hits, []) == hits
 
 
 def test_keyword_hits_of_another_model_get_no_vector_score(store: IndexStore) -> None:
@@ -125,10 +130,11 @@ def test_keyword_hits_of_another_model_get_no_vector_score(store: IndexStore) ->
     put(store, "mine.md", unit_rows(rng, 3))
     put(store, "theirs.md", unit_rows(rng, 3), model="another-model")
     others = keyword_hits(store, "theirs.md") + keyword_hits(store, "mine.md")
-    completed = complete_vector_scores(store.conn, unit_rows(rng, 1)[0], [], others, "m")
+    completed = complete_vector_scores(unit_rows(rng, 1)[0], [], others)
     assert {c.path for c in completed} == {"mine.md"}
     assert len(completed) == 3
-    assert complete_vector_scores(store.conn, unit_rows(rng, 1)[0], [], others, "unknown-model") == []
+    read_for_another = keyword_hits(store, "theirs.md", model="x") + keyword_hits(store, "mine.md", model="x")
+    assert complete_vector_scores(unit_rows(rng, 1)[0], [], read_for_another) == []
 
 
 def test_keyword_hits_stored_with_another_dimension_get_no_vector_score(tmp_path: Path) -> None:
@@ -140,8 +146,8 @@ def test_keyword_hits_stored_with_another_dimension_get_no_vector_score(tmp_path
         put(store, "short.md", unit_rows(rng, 2)[:, : DIMS // 2])
         others = keyword_hits(store, "short.md") + keyword_hits(store, "full.md")
         q = unit_rows(rng, 1)[0]
-        assert {c.path for c in complete_vector_scores(store.conn, q, [], others, "m")} == {"full.md"}
-        assert {c.path for c in complete_vector_scores(store.conn, q[: DIMS // 2], [], others, "m")} == {"short.md"}
+        assert {c.path for c in complete_vector_scores(q, [], others)} == {"full.md"}
+        assert {c.path for c in complete_vector_scores(q[: DIMS // 2], [], others)} == {"short.md"}
     finally:
         store.conn.close()
 
@@ -149,7 +155,7 @@ def test_keyword_hits_stored_with_another_dimension_get_no_vector_score(tmp_path
 def test_a_zero_query_vector_scores_every_missing_hit_zero(store: IndexStore) -> None:
     rng = np.random.default_rng(4)
     put(store, "a.md", unit_rows(rng, 3))
-    completed = complete_vector_scores(store.conn, np.zeros(DIMS), [], keyword_hits(store, "a.md"), "m")
+    completed = complete_vector_scores(np.zeros(DIMS), [], keyword_hits(store, "a.md"))
     assert [c.vector_score for c in completed] == [0.0, 0.0, 0.0]
 
 
@@ -169,7 +175,7 @@ def test_completion_lets_a_strong_keyword_and_vector_chunk_beat_a_vector_only_on
     assert [c.path for c in before] == ["vector-only.md", "both.md"]
     assert [c.score for c in before] == pytest.approx([0.42, 0.27])
 
-    completed = complete_vector_scores(store.conn, q, hits, keyword, "m")
+    completed = complete_vector_scores(q, hits, keyword)
     after = merge_weighted(completed, keyword, 0.7, 0.3)
     assert [c.path for c in after] == ["both.md", "vector-only.md"]
     assert [c.score for c in after] == pytest.approx([0.7 * 0.55 + 0.3 * 0.9, 0.42], abs=1e-6)
@@ -184,7 +190,25 @@ def test_a_chunk_still_waiting_for_its_vector_stands_in_with_its_keyword_score(s
         "UPDATE chunks SET embedding = NULL WHERE n = (SELECT n FROM chunks ORDER BY n LIMIT 1 OFFSET 1)"
     )
     others = keyword_hits(store, "a.md", text_score=0.3)
-    completed = complete_vector_scores(store.conn, basis(0), [], others, "m")
+    completed = complete_vector_scores(basis(0), [], others)
     by_id = {c.id: c.vector_score for c in completed}
     assert [by_id[c.id] for c in others] == pytest.approx([1.0, 0.3, 0.0], abs=1e-6)
     assert [c.vector_score for c in completed] == sorted(by_id.values(), reverse=True)
+
+
+def test_the_keyword_leg_reads_the_stored_vectors_it_is_asked_for(store: IndexStore) -> None:
+    """What the completion above relies on, through the real leg: each hit's own embedding of the model
+    asked for, x'' for a chunk still waiting for its vector, nothing for another model or when not asked."""
+    rng = np.random.default_rng(5)
+    vectors = unit_rows(rng, 3)
+    put(store, "zebra.md", vectors)
+    store.conn.execute("UPDATE chunks SET embedding = NULL WHERE start_line = 3")
+    both = ("memory", "sessions")
+
+    def leg(model: str | None) -> dict[int, bytes | None]:
+        found = search_relaxed(store.conn, "zebra", limit=10, sources=both, tokenizer="unicode61", vectors_of=model)
+        return {c.start_line: c.stored_vector for c in found}
+
+    assert leg("m") == {1: vectors[0].astype("<f4").tobytes(), 2: vectors[1].astype("<f4").tobytes(), 3: b""}
+    assert leg("another-model") == {1: None, 2: None, 3: None}
+    assert leg(None) == {1: None, 2: None, 3: None}
