@@ -84,7 +84,7 @@ def abstention_hint(resp: dict[str, Any]) -> str | None:
         return None
     return (
         f"memoryd: nothing in memory is about this (the closest match's evidence {evidence:.2f} is below "
-        f"query.min_evidence {min_evidence:g}); --min-score 0 lists the ranking as it is\n"
+        f"{min_evidence:g}, query.min_evidence as it applies to this index); --min-score 0 lists the ranking as it is\n"
     )
 
 

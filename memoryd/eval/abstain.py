@@ -27,6 +27,7 @@ from memoryd.eval.harness import (
     Mode,
     agent_config,
     ask_ranking,
+    index_share,
     injected_spans,
     search_served,
 )
@@ -86,10 +87,12 @@ async def ask_other_sets(
         await engine.open()
         try:
             await engine.sync("eval")
+            share = index_share(engine)
             for p in probes:
                 answer = await search_served(engine.searcher, mode, p.question)
                 ranking = await ask_ranking(engine.searcher, mode, p.question)
-                answers.append(Answer(p.source, not answer.results, ranking.asked(), not injected_spans(answer)))
+                quiet = not injected_spans(answer)
+                answers.append(Answer(p.source, not answer.results, ranking.asked(share=share), quiet))
         finally:
             await engine.aclose()
     return answers

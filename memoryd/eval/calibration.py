@@ -25,12 +25,16 @@ class Asked:
 
     ranked: Sequence[tuple[float, frozenset[EvidenceLine]]]
     evidence: float | None
+    share: float = 1.0
+    """The share of the configured thresholds the answering index applies (below 1 for an index of a
+    few chunks: memoryd.search.smallindex), so a sweep's values are the configured ones."""
 
     def served(self, min_score: float, min_evidence: float) -> list[tuple[float, frozenset[EvidenceLine]]]:
-        """What the search answers at these thresholds (min_score above 0: a request at 0 never abstains)."""
-        if self.evidence is not None and self.evidence < min_evidence:
+        """What the search answers when configured with these thresholds (min_score above 0: a request at 0
+        never abstains)."""
+        if self.evidence is not None and self.evidence < min_evidence * self.share:
             return []
-        return [(score, lines) for score, lines in self.ranked if score >= min_score]
+        return [(score, lines) for score, lines in self.ranked if score >= min_score * self.share]
 
 
 def rows(

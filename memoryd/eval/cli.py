@@ -29,6 +29,7 @@ from memoryd.eval.dataset import EvalSet
 from memoryd.eval.harness import DEFAULT, HOOKS, MODES, EvalReport, Mode, Variant, evaluate_set, local_provider
 from memoryd.eval.hookreplay import HookReplay
 from memoryd.progress import ProgressBar
+from memoryd.search.smallindex import SMALL_INDEX_CHUNKS
 
 EXIT_OK = 0
 EXIT_ERROR = 1
@@ -233,10 +234,10 @@ def format_results(sets: Sequence[EvalSet], results: Results, *, ablate: bool) -
     first = next(iter(next(iter(results.values())).values()))
     lines.append(
         f"(ranking: min_score 0, top {first.settings['k']}; served: the default settings, min_score "
-        f"{first.settings['served_min_score']} (hybrid: min_evidence {first.settings['served_min_evidence']}), "
-        f"top {first.settings['k']}; empty: answerable questions with no "
-        "result; abstain: share of another index's questions answered 'No matches.'; other-sets: the same for "
-        f"up to {abstain.LIMIT} questions of the other sets, asked of every index)"
+        f"{first.settings['served_min_score']} (hybrid: min_evidence {first.settings['served_min_evidence']}; both "
+        f"lower in an index of under {SMALL_INDEX_CHUNKS} chunks), top {first.settings['k']}; empty: answerable "
+        "questions with no result; abstain: share of another index's questions answered 'No matches.'; "
+        f"other-sets: the same for up to {abstain.LIMIT} questions of the other sets, asked of every index)"
     )
     for s in sets:
         by_key = results[s.name]

@@ -53,8 +53,10 @@ from memoryd.hookblock import distinct, hits_of, render
 from memoryd.hooksettings import HooksSettings
 from memoryd.index.engine import IndexEngine, Progress, ProgressFn
 from memoryd.search.features import RankingFeatures
+from memoryd.search.keyword import total_chunks
 from memoryd.search.request import SearchMode, SearchRequest, SearchResponse
 from memoryd.search.searcher import Searcher
+from memoryd.search.smallindex import size_share
 from memoryd.store.db import connect, translated
 
 TOP_K = 10
@@ -250,9 +252,21 @@ class Ranking:
     scored: list[tuple[Span, float]]
     evidence: float | None
 
-    def asked(self, q: Qrel | None = None) -> Asked:
-        """For the calibration sweeps: each result's score and the evidence lines of `q` it covers."""
-        return Asked([(score, _covered(span, q) if q else frozenset()) for span, score in self.scored], self.evidence)
+    def asked(self, q: Qrel | None = None, *, share: float = 1.0) -> Asked:
+        """For the calibration sweeps: each result's score and the evidence lines of `q` it covers; `share`
+        is the answering index's (`index_share`)."""
+        covered = [(score, _covered(span, q) if q else frozenset()) for span, score in self.scored]
+        return Asked(covered, self.evidence, share)
+
+
+def index_share(engine: IndexEngine) -> float:
+    """The share of the configured thresholds the engine's index applies (memoryd.search.smallindex)."""
+
+    def size() -> int:
+        with engine.database.readers.reader() as (conn, _vec):
+            return total_chunks(conn)
+
+    return size_share(size())
 
 
 async def _search(searcher: Searcher, mode: SearchMode, query: str, min_score: float | None) -> SearchResponse:
@@ -319,6 +333,7 @@ async def _ask_group(
     for chunk in chunks:
         by_path.setdefault(chunk.span.path, []).append(chunk.span)
     tally.chunks += len(chunks)
+    share = size_share(len(chunks))
     started = time.perf_counter()
     if mode == "bm25":
         baseline = Bm25Baseline(chunks)
@@ -348,7 +363,7 @@ async def _ask_group(
             tally.latencies_ms.append((time.perf_counter() - asked) * 1000)
             ranked = [span for span, _ in ranking.scored]
             tally.scores.append(_score(ranked, q, by_path))
-            tally.asked.append((ranking.asked(q), len(q.lines)))
+            tally.asked.append((ranking.asked(q, share=share), len(q.lines)))
             if not as_served:
                 continue
             answer = await _search(searcher, search_mode, q.question, None)
@@ -361,7 +376,7 @@ async def _ask_group(
             answer = await _search(searcher, search_mode, q.question, None)
             tally.abstain_empty += not answer.results
             tally.abstain_quiet += not injected_spans(answer)
-            tally.probes_asked.append((await ask_ranking(searcher, search_mode, q.question)).asked())
+            tally.probes_asked.append((await ask_ranking(searcher, search_mode, q.question)).asked(share=share))
     finally:
         await searcher.aclose()
     tally.query_s += time.perf_counter() - started

@@ -124,6 +124,9 @@ class RankOptions:
     now_ms: int = 0
     timeframe: TimeFrame | None = None
     date_boost: float = 0.0
+    min_score_configured: bool = False
+    """`min_score` is the agent's `query.min_score` (the request gave none): a small index may lower it
+    (memoryd.search.smallindex)."""
 
     @classmethod
     def from_settings(
@@ -134,6 +137,7 @@ class RankOptions:
         min_score: float,
         now_ms: int,
         timeframe: TimeFrame | None = None,
+        min_score_configured: bool = False,
     ) -> RankOptions:
         """`min_score` 0 asks for the ranking as it is (scores of 0 or more) with no abstention. OpenClaw's keyword
         strategy measures no coverage, so it never abstains on evidence either."""
@@ -157,6 +161,7 @@ class RankOptions:
             now_ms=now_ms,
             timeframe=timeframe,
             date_boost=settings.query.date_boost,
+            min_score_configured=min_score_configured,
         )
 
 

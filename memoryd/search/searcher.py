@@ -42,6 +42,7 @@ from memoryd.search.pipeline import (
 from memoryd.search.relaxed import FALLBACK_LEVEL, search_relaxed
 from memoryd.search.request import SearchMode, SearchRequest, SearchResponse, corpus_sources
 from memoryd.search.rerank import Reranker, build_reranker, rerank
+from memoryd.search.smallindex import for_index_size
 from memoryd.search.timeframe import parse_timeframe
 from memoryd.search.vector import (
     ExactMatrixCache,
@@ -69,6 +70,8 @@ class _Ranked:
     fallback: dict[str, str] | None
     rerank: dict[str, object] | None
     evidence: float | None = None
+    min_evidence: float = 0.0
+    """The threshold the evidence was judged against (the configured one, or a small index's)."""
 
 
 class Searcher:
@@ -124,11 +127,16 @@ class Searcher:
             today = datetime.fromtimestamp(now / 1000).date()  # the user's "today": local time
             frame = parse_timeframe(q, today) if query_settings.date_boost > 0 else None
             opts = RankOptions.from_settings(
-                self.settings, max_results=limit, min_score=floor, now_ms=now, timeframe=frame
+                self.settings,
+                max_results=limit,
+                min_score=floor,
+                now_ms=now,
+                timeframe=frame,
+                min_score_configured=request.min_score is None,
             )
             ranked = await self._ranked(q, run, sources, opts)
             cands, run, backend, reranked = ranked.results, ranked.mode, ranked.backend, ranked.rerank
-            evidence, min_evidence = ranked.evidence, opts.min_evidence
+            evidence, min_evidence = ranked.evidence, ranked.min_evidence
             fallback = ranked.fallback or fallback
             window_for = "" if self.settings.compat == "openclaw" else q  # OpenClaw serves each chunk's head
             results = to_results(cands, window_for, self.settings.store.fts.tokenizer)
@@ -206,8 +214,10 @@ class Searcher:
             # OpenClaw's vector leg: its candidate pool, and no cosine for keyword hits outside it.
             pool = candidate_pool(opts.max_results, self.settings.query.hybrid.candidate_multiplier)
             hits = VectorHits(sorted(hits.hits, key=lambda c: -c.vector_score)[:pool], hits.backend)
-        elif completing:  # the keyword hits carry their stored vectors: a matrix product, no read
-            hits = VectorHits(complete_vector_scores(vector, hits.hits, keyword_hits), hits.backend)
+        else:
+            opts = for_index_size(opts, hits.chunks)  # a few chunks: lower thresholds (smallindex)
+            if completing:  # the keyword hits carry their stored vectors: a matrix product, no read
+                hits = VectorHits(complete_vector_scores(vector, hits.hits, keyword_hits), hits.backend)
         mtime = self._mtime_lookup()
         hybrid = run == "hybrid"
         if hybrid:
@@ -223,7 +233,7 @@ class Searcher:
             cut = functools.partial(cut_single, ranked, opts)
         final = await anyio.to_thread.run_sync(cut) if opts.mmr_enabled else cut()
         evidence = best_evidence(ranked, opts) if hybrid and not openclaw else None
-        return _Ranked(final, run, hits.backend, None, rerank_info, evidence)
+        return _Ranked(final, run, hits.backend, None, rerank_info, evidence, opts.min_evidence)
 
     async def _keyword_only(
         self,

@@ -57,6 +57,8 @@ Ints = npt.NDArray[np.int64]
 class VectorHits:
     hits: list[Candidate]
     backend: VectorBackend
+    chunks: int = 0
+    """The index's size as the search saw it (its chunks of every source)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -176,7 +178,7 @@ def search_vector(
     """
     q = _unit(query)
     if k <= 0 or not sources or q.size == 0:
-        return VectorHits([], "none")
+        return VectorHits([], "none", total_chunks)
     if total_chunks > EXACT_MAX and vec_available and schema.vbit_dims(conn) == q.size:
         backend: VectorBackend = "sqlite-vec"
         if total_chunks <= BITS_IN_MEMORY_MAX:
@@ -187,10 +189,10 @@ def search_vector(
     else:
         matrix = cache.matrix(conn, model, q.size)
         if matrix.rowids.size == 0:
-            return VectorHits([], "none")
+            return VectorHits([], "none", total_chunks)
         backend = "exact"
         scored = knn_exact(matrix, q, k=k, sources=sources)
-    return VectorHits(_candidates(conn, scored), backend)
+    return VectorHits(_candidates(conn, scored), backend, total_chunks)
 
 
 def warm_cache(

@@ -15,6 +15,7 @@ import pytest
 from memoryd.cli.search import abstention_hint, format_search
 from memoryd.embeddings.local import LoadState, LocalEmbeddingProvider
 from memoryd.index.engine import IndexEngine
+from memoryd.search.smallindex import SMALL_INDEX_CHUNKS, size_share
 from tests.conftest import AgentFactory, write
 
 pytestmark = pytest.mark.anyio
@@ -76,11 +77,14 @@ async def test_one_word_in_common_with_an_unrelated_note_is_no_answer(engine: In
     query = "Is the Ruff linter compatible with Black?"
     ranking = await engine.search(query, min_score=0.0)  # min_score 0: the ranking, no abstention
     assert ranking.results[0].path == "memory/home.md"
-    assert ranking.evidence is not None and ranking.evidence < engine.agent.settings.query.min_evidence
+    # Four notes of one chunk each: a small index's threshold (memoryd.search.smallindex), still above it.
+    threshold = engine.agent.settings.query.min_evidence * size_share(len(NOTES))
+    assert threshold < engine.agent.settings.query.min_evidence
+    assert ranking.evidence is not None and ranking.evidence < threshold
     served = await engine.search(query)
     assert served.results == []
     assert served.to_dict()["evidence"] == pytest.approx(ranking.evidence, abs=1e-6)
-    assert served.to_dict()["minEvidence"] == engine.agent.settings.query.min_evidence
+    assert served.to_dict()["minEvidence"] == pytest.approx(threshold)
     assert ranking.to_dict()["minEvidence"] == 0.0  # minScore 0: judged against nothing
 
 
@@ -95,9 +99,39 @@ def test_the_cli_says_why_an_answer_is_empty() -> None:
     threshold the reply says it was judged against (the daemon's agent's, not this shell's config)."""
     empty = {"results": [], "mode": "hybrid", "evidence": 0.063, "minEvidence": 0.12}
     hint = abstention_hint(empty)
-    assert hint is not None and "0.06 is below query.min_evidence 0.12" in hint and "--min-score 0" in hint
+    assert hint is not None and "0.06 is below 0.12, query.min_evidence" in hint and "--min-score 0" in hint
     assert format_search(empty) == "No matches.\n"
     assert abstention_hint({"results": [], "mode": "keyword"}) is None  # no evidence: keyword-only
     assert abstention_hint({"results": [], "evidence": 0.2, "minEvidence": 0.12}) is None  # empty for another reason
     assert abstention_hint({"results": [{"path": "a.md"}], "evidence": 0.05, "minEvidence": 0.12}) is None
     assert abstention_hint({"results": [], "evidence": 0.05, "minEvidence": 0.0}) is None  # minScore 0: no abstention
+
+
+async def test_a_one_note_memory_answers_a_paraphrase_a_large_index_would_not(
+    tmp_path: Path, make_agent: AgentFactory, local: LocalEmbeddingProvider
+) -> None:
+    """One chunk: the configured thresholds apply at SMALL_INDEX_CHUNKS chunks and more; here a lower share
+    of them does (memoryd.search.smallindex). "what do I drive" of the car line: evidence ~0.10, under
+    min_evidence 0.12, over 0.084. A request's own minScore is applied as given; an off-topic question
+    still gets nothing."""
+    ws = tmp_path / "ws"
+    car = "Car: 2018 Toyota Corolla hybrid, next service due in May."
+    write(ws / "MEMORY.md", f"# Memory\n\n{car}\nPassed the AWS Solutions Architect exam in June 2024.\n")
+    engine = IndexEngine(make_agent(ws), local)
+    await engine.open()
+    try:
+        await engine.sync("test")
+        configured = engine.agent.settings.query
+        share = size_share(1)
+        assert share < 1 and size_share(SMALL_INDEX_CHUNKS) == 1
+
+        ranking = await engine.search("what do I drive", min_score=0.0)
+        assert ranking.evidence is not None
+        assert configured.min_evidence * share < ranking.evidence < configured.min_evidence
+        served = await engine.search("what do I drive")
+        assert [r.path for r in served.results] == ["MEMORY.md"]
+        assert served.to_dict()["minEvidence"] == pytest.approx(configured.min_evidence * share)
+        assert (await engine.search("what do I drive", min_score=ranking.results[0].score + 0.01)).results == []
+        assert (await engine.search("what is the capital of Peru")).results == []
+    finally:
+        await engine.aclose()
