@@ -87,7 +87,7 @@ async def ask_other_sets(
         await engine.open()
         try:
             await engine.sync("eval")
-            share = index_share(engine)
+            share = await index_share(engine)
             for p in probes:
                 answer = await search_served(engine.searcher, mode, p.question)
                 ranking = await ask_ranking(engine.searcher, mode, p.question)

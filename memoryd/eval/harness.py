@@ -259,14 +259,14 @@ class Ranking:
         return Asked(covered, self.evidence, share)
 
 
-def index_share(engine: IndexEngine) -> float:
+async def index_share(engine: IndexEngine) -> float:
     """The share of the configured thresholds the engine's index applies (memoryd.search.smallindex)."""
 
     def size() -> int:
         with engine.database.readers.reader() as (conn, _vec):
             return total_chunks(conn)
 
-    return size_share(size())
+    return size_share(await anyio.to_thread.run_sync(size))
 
 
 async def _search(searcher: Searcher, mode: SearchMode, query: str, min_score: float | None) -> SearchResponse:
