@@ -28,6 +28,7 @@ from memoryd import heap, paths
 from memoryd.config import Config
 from memoryd.embeddings.select import ProviderPool
 from memoryd.errors import DaemonError, MemorydError, describe, first_error
+from memoryd.idletrim import IdleTrim
 from memoryd.index.actor import AgentIndex, ProviderFactory
 from memoryd.index.discover import transcript_event_path
 from memoryd.index.forget import Forget, parse_when
@@ -56,6 +57,7 @@ class DaemonService:
     def __init__(self, supervisor: Supervisor) -> None:
         self.supervisor = supervisor
         self.started = time.monotonic()
+        self.idle_trim = IdleTrim()
         self.reloader: Reloader | None = None
         self._writes: dict[str, deque[dict[str, object]]] = {}
 
@@ -68,6 +70,7 @@ class DaemonService:
         return self.supervisor.agent_ids()
 
     async def _actor(self, agent: str) -> AgentIndex:
+        self.idle_trim.touch()  # every request goes through here: the heap is trimmed once they stop
         await self.supervisor.ready.wait()
         return self.supervisor.actor(agent)
 
@@ -270,6 +273,7 @@ async def _run_services(
     await tg.start(supervisor.run)
     await tg.start(watcher.run)
     await tg.start(reloader.watch)
+    await tg.start(service.idle_trim.run)
     if http is not None:
         await tg.start(functools.partial(serve_http, service, http, supervisor.cfg.state_dir))
     log.info("memoryd ready", socket=str(path), agents=supervisor.agent_ids())
