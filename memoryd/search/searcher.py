@@ -211,11 +211,11 @@ class Searcher:
         if openclaw:
             # OpenClaw's vector leg: its candidate pool, and no cosine for keyword hits outside it.
             pool = candidate_pool(opts.max_results, self.settings.query.hybrid.candidate_multiplier)
-            hits = VectorHits(sorted(hits.hits, key=lambda c: -c.vector_score)[:pool], hits.backend)
+            hits = replace(hits, hits=sorted(hits.hits, key=lambda c: -c.vector_score)[:pool])
         else:
             opts = for_index_size(opts, hits.chunks)  # a few chunks: lower thresholds (smallindex)
             if completing:  # the keyword hits carry their stored vectors: a matrix product, no read
-                hits = VectorHits(complete_vector_scores(vector, hits.hits, keyword_hits), hits.backend)
+                hits = replace(hits, hits=complete_vector_scores(vector, hits.hits, keyword_hits))
         mtime = self._mtime_lookup()
         hybrid = run == "hybrid"
         if hybrid:
